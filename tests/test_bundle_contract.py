@@ -618,13 +618,13 @@ def test_command_scripts_are_detected_by_their_main_block(source: str, is_comman
     assert bundle.has_main_block(source) is is_command
 
 
-def test_links_in_code_are_not_links(tmp_path: Path) -> None:
+def test_links_in_code_and_footnotes_are_not_links(tmp_path: Path) -> None:
     root = _copy_good(tmp_path)
     _replace(
         root,
         "vllm-reference/SKILL.md",
         BODY_LINE,
-        f"{BODY_LINE} Code `[a](missing.md)` is not a link.\n\n```python\nx = [a](missing.md)\n```",
+        f"{BODY_LINE} Code `[a](missing.md)` is not a link.\n\n```python\nx = [a](missing.md)\n```\n\n[^1]: A note.",
     )
     assert bundle.check_links(root) == []
 
