@@ -262,7 +262,7 @@ class Snapshot:
         if response is None or response.transport_failed:
             return None
         if response.status == 200:
-            return True
+            return True if self.server_info is not None else None  # a 200 that is not JSON proves nothing
         if response.status == 404:
             return False
         return None
@@ -577,7 +577,9 @@ def check_transport(snap: Snapshot, intent: Intent) -> List[Finding]:
                     "not-vllm",
                     f"{where}: HTTP 404. Every vLLM server registers {route}, so this base URL is not a vLLM "
                     "server (a wrong port, or a proxy path prefix missing from --vllm-url).",
-                    "point --vllm-url at the vLLM server's base URL",
+                    "drop the trailing /v1 from --vllm-url (TRL's vllm_server_base_url is the server root, too)"
+                    if snap.url.endswith("/v1")
+                    else "point --vllm-url at the vLLM server's base URL",
                     SRC_MODELS_LIST if route == ROUTE_MODELS else SRC_HEALTH,
                     snap.url,
                 )
@@ -630,7 +632,24 @@ def check_transport(snap: Snapshot, intent: Intent) -> List[Finding]:
                         snap.url,
                     )
                 )
-    return findings
+    return merge_repeats(findings)
+
+
+def merge_repeats(findings: List[Finding]) -> List[Finding]:
+    """One finding per id: a proxy that answers every route the same way gives one line, not four."""
+    merged: Dict[str, Finding] = {}
+    routes: Dict[str, List[str]] = {}
+    for finding in findings:
+        route = finding.message.split(":", 1)[0]
+        if finding.id in merged:
+            routes[finding.id].append(route)
+        else:
+            merged[finding.id] = finding
+            routes[finding.id] = []
+    for finding_id, others in routes.items():
+        if others:
+            merged[finding_id].message += f" Same on {', '.join(others)}."
+    return list(merged.values())
 
 
 def check_version(
@@ -640,7 +659,7 @@ def check_version(
     version = snap.version
     if version is None:
         answered = snap.get(ROUTE_VERSION)
-        if answered is not None and answered.status == 200:
+        if answered is not None and answered.status == 200 and answered.json()[1] is None:
             return [
                 Finding(
                     "warning",
@@ -793,8 +812,8 @@ def check_dev_mode(snap: Snapshot, intent: Intent) -> List[Finding]:
         Finding(
             "error",
             "dev-mode-off",
-            f"GET {ROUTE_SERVER_INFO}: {detail}; {trl}. The LoRA, weight-transfer and logprobs checks below need "
-            "this route and were skipped.",
+            f"GET {ROUTE_SERVER_INFO}: {detail}; {trl}. The LoRA, weight-transfer and logprobs checks need this "
+            "route and were skipped.",
             "VLLM_SERVER_DEV_MODE=1",
             f"{SRC_DEV_MODE}; {SRC_GRPO_SERVER_INFO_404 if intent.trainer == 'grpo' else SRC_ASYNC_SERVER_INFO}",
             snap.url,
@@ -1112,7 +1131,9 @@ def check_logprobs_mode(snap: Snapshot, intent: Intent) -> List[Finding]:
 def global_notes(snaps: Sequence[Snapshot], intent: Intent, outcomes: Sequence[Outcome]) -> List[Finding]:
     """Notes that hold for the run as a whole, printed once."""
     notes: List[Finding] = []
-    if intent.trainer == "async-grpo" and intent.lora_rank is not None and any(o.mode != "unknown" for o in outcomes):
+    # Shown when TRL would reach validate_lora_for_vllm_sync: adapter-only, or a rank/slot error raised after it.
+    reached = (SRC_SELECT_OK, SRC_SELECT_RANK, SRC_SELECT_LORAS, SRC_ROUND_RANK)
+    if intent.trainer == "async-grpo" and intent.lora_rank is not None and any(o.source in reached for o in outcomes):
         notes.append(
             Finding(
                 "info",
@@ -1428,6 +1449,7 @@ def build_report(
                 "adapters": snap.adapters if snap.model_cards is not None else None,
                 "max_model_len": snap.max_model_len,
                 "logprobs_mode": (snap.section("model_config") or {}).get("logprobs_mode"),
+                "dtype": (snap.section("model_config") or {}).get("dtype"),
                 "weight_transfer_config": transfer if snap.vllm_config is not None else None,
                 "lora_config": (
                     {k: lora.get(k) for k in ("max_lora_rank", "max_loras", "max_cpu_loras")}
@@ -1596,6 +1618,14 @@ verdict and exit codes:
   0  report produced (without --require, whatever the verdict)
   1  --require given and the verdict is not ok (any error or warning; info lines never count)
   2  usage error or unusable input (bad URL, unset --auth-env variable, bad number)
+
+JSON (--json), schema_version 1:
+  verdict, trl_outcome (one mode, or 'inconsistent' across servers), intent, trl (vllm_spec and its source),
+  trainer_side_vllm, servers[] (url, verdict, reachable, requests[] with status/error per GET, vllm_version,
+  vllm_version_in_trl_range, dev_mode, served_models, adapters, max_model_len, logprobs_mode, dtype,
+  weight_transfer_config, lora_config, parallel, runtime_lora_updating, trl_outcome (mode, trl_says, source)),
+  findings[] (severity error|warning|info, id, server or null for cross-server, message, fix, source),
+  fixes[] (each distinct fix with the servers and finding ids it resolves), counts.
 
 network behaviour:
   --timeout bounds each request's connect and each read; --deadline bounds the whole run (servers are probed in

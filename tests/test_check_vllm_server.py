@@ -481,3 +481,37 @@ def test_parser_exposes_the_documented_flags_and_help():
         assert route in text
     assert "exit codes" in text and "--require given and the verdict is not ok" in text
     assert parser.get_default("max_staleness") == 4 and parser.get_default("trainer") == "async-grpo"
+
+
+def test_a_proxy_refusing_every_route_gives_one_auth_finding():
+    snap = cvs.Snapshot(url="http://a:8000")
+    for route in cvs.ROUTES:
+        snap.responses[route] = cvs.Response(route, status=401, body=b"")
+    _, findings = judge(snap, intent())
+    assert ids(findings) == ["auth-required"]
+    assert "Same on GET /version, GET /v1/models" in findings[0].message
+
+
+def test_html_answers_leave_dev_mode_and_version_unknown_without_extra_noise():
+    snap = cvs.Snapshot(url="http://a:8000")
+    snap.responses[cvs.ROUTE_HEALTH] = cvs.Response(cvs.ROUTE_HEALTH, status=200, body=b"")
+    for route in cvs.ROUTES[1:]:
+        snap.responses[route] = cvs.Response(route, status=200, body=b"<html></html>", content_type="text/html")
+    outcome, findings = judge(snap, intent())
+    assert snap.dev_mode is None and outcome.mode == "unknown"
+    assert ids(findings) == ["non-json"]
+
+
+def test_a_v1_suffix_on_the_base_url_is_named_in_the_fix():
+    snap = cvs.Snapshot(url="http://a:8000/v1")
+    snap.responses[cvs.ROUTE_HEALTH] = cvs.Response(cvs.ROUTE_HEALTH, status=404, body=b'{"detail":"Not Found"}')
+    _, findings = judge(snap, intent())
+    assert "drop the trailing /v1" in by_id(findings, "not-vllm").fix
+
+
+def test_peft_config_note_only_when_trl_would_validate_the_adapter():
+    the_intent = intent()
+    good = snapshot()
+    off = snapshot(info_status=404)
+    assert "adapter-config-unseen" in ids(cvs.global_notes([good], the_intent, [judge(good, the_intent)[0]]))
+    assert cvs.global_notes([off], the_intent, [judge(off, the_intent)[0]]) == []
