@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import socket
 import ssl
+import threading
+import time
 import urllib.error
 from typing import Any, Dict, List, Optional
 
@@ -515,3 +517,24 @@ def test_peft_config_note_only_when_trl_would_validate_the_adapter():
     off = snapshot(info_status=404)
     assert "adapter-config-unseen" in ids(cvs.global_notes([good], the_intent, [judge(good, the_intent)[0]]))
     assert cvs.global_notes([off], the_intent, [judge(off, the_intent)[0]]) == []
+
+
+def test_probe_all_returns_at_the_deadline_even_if_a_request_never_returns(monkeypatch):
+    """A hung DNS lookup ignores socket timeouts; the total deadline must still hold (real threads, no network)."""
+    release = threading.Event()
+
+    def hanging_fetch(opener, base_url, route, headers, timeout_s, deadline):
+        if "hung" in base_url:
+            release.wait(30)
+        return cvs.Response(route, status=200, body=b'{"version": "0.31.0"}')
+
+    monkeypatch.setattr(cvs, "fetch", hanging_fetch)
+    started = time.monotonic()
+    try:
+        snaps = cvs.probe_all(["http://hung:8000", "http://fine:8000"], {}, 0.2, 0.5)
+    finally:
+        release.set()
+    assert time.monotonic() - started < 1.5
+    hung, fine = snaps
+    assert hung.responses[cvs.ROUTE_HEALTH].error_kind == "deadline"
+    assert all(r.status == 200 for r in fine.responses.values()) and len(fine.responses) == 4
