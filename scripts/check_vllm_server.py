@@ -346,6 +346,18 @@ def build_opener() -> urllib.request.OpenerDirector:
     )
 
 
+def proxy_for(url: str) -> Optional[str]:
+    """The proxy urllib will use for ``url`` (from HTTP_PROXY/HTTPS_PROXY, minus NO_PROXY), as scheme://host:port."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        proxy = urllib.request.getproxies().get(parts.scheme.lower())
+        if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+            return None
+        return display_origin(proxy if "://" in proxy else f"http://{proxy}")
+    except Exception:
+        return None
+
+
 def classify_error(exc: BaseException) -> Tuple[str, str]:
     """(kind, detail) for a failed request: refused, dns, timeout, tls, redirect, connection, protocol."""
     if isinstance(exc, RedirectRefused):
@@ -539,6 +551,7 @@ def check_transport(snap: Snapshot, intent: Intent) -> List[Finding]:
                 )
             )
         elif response.transport_failed:
+            proxy = proxy_for(snap.url)
             fixes = {
                 "refused": "start the server, or correct the host/port in --vllm-url",
                 "dns": "correct the host name in --vllm-url (it must resolve from this machine)",
@@ -553,8 +566,10 @@ def check_transport(snap: Snapshot, intent: Intent) -> List[Finding]:
                 Finding(
                     "error",
                     "unreachable",
-                    f"{where}: {response.error_kind}: {response.error_detail}",
-                    fixes.get(response.error_kind or "", "check the server"),
+                    f"{where}: {response.error_kind}: {response.error_detail}"
+                    + (f" (sent through the proxy {proxy} from the environment)" if proxy else ""),
+                    fixes.get(response.error_kind or "", "check the server")
+                    + (" (or add the host to NO_PROXY if the proxy is the problem)" if proxy else ""),
                     SRC_THIS,
                     snap.url,
                 )
@@ -1429,6 +1444,7 @@ def build_report(
                 "url": snap.url,
                 "verdict": verdict_of(findings),
                 "reachable": snap.reachable,
+                "proxy": proxy_for(snap.url),
                 "requests": [
                     {
                         "method": "GET",
@@ -1557,7 +1573,8 @@ def render_text(report: Dict[str, Any]) -> str:
                 )
             lines.append(f"[{index}] {server['url']}  {server['verdict'].upper()}: " + "; ".join(facts))
         else:
-            lines.append(f"[{index}] {server['url']}  {server['verdict'].upper()}: unreachable")
+            via = f" (via proxy {server['proxy']})" if server["proxy"] else ""
+            lines.append(f"[{index}] {server['url']}  {server['verdict'].upper()}: unreachable{via}")
         outcome = server["trl_outcome"]
         if outcome["mode"] != "unknown":
             line = f"    TRL outcome: {outcome['mode']}"
@@ -1621,7 +1638,7 @@ verdict and exit codes:
 
 JSON (--json), schema_version 1:
   verdict, trl_outcome (one mode, or 'inconsistent' across servers), intent, trl (vllm_spec and its source),
-  trainer_side_vllm, servers[] (url, verdict, reachable, requests[] with status/error per GET, vllm_version,
+  trainer_side_vllm, servers[] (url, verdict, reachable, proxy, requests[] with status/error per GET, vllm_version,
   vllm_version_in_trl_range, dev_mode, served_models, adapters, max_model_len, logprobs_mode, dtype,
   weight_transfer_config, lora_config, parallel, runtime_lora_updating, trl_outcome (mode, trl_says, source)),
   findings[] (severity error|warning|info, id, server or null for cross-server, message, fix, source),
@@ -1633,7 +1650,8 @@ network behaviour:
   HTTP(S)_PROXY / NO_PROXY are honoured as Python's urllib honours them (as TRL's requests client does).
   Redirects are followed only to the same scheme, host and port; a redirect elsewhere is refused and reported.
   TLS certificates are verified (set SSL_CERT_FILE for a private CA); there is no switch to turn that off.
-  The token named by --auth-env is sent as 'Authorization: Bearer <token>' to the given hosts only and is never
+  The token named by --auth-env is sent as 'Authorization: Bearer <token>' to the given hosts only (an HTTP proxy
+  on a plain http:// URL relays it, as with any client; servers[].proxy shows the proxy used) and is never
   printed, logged or written to the JSON.
 
 examples:

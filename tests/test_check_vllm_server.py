@@ -538,3 +538,15 @@ def test_probe_all_returns_at_the_deadline_even_if_a_request_never_returns(monke
     hung, fine = snaps
     assert hung.responses[cvs.ROUTE_HEALTH].error_kind == "deadline"
     assert all(r.status == 200 for r in fine.responses.values()) and len(fine.responses) == 4
+
+
+def test_proxy_for_follows_the_environment_and_hides_proxy_credentials(monkeypatch):
+    for name in ("http_proxy", "https_proxy", "no_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    assert cvs.proxy_for("http://replica-a:8000") is None
+    monkeypatch.setenv("HTTP_PROXY", "http://user:pw@proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "replica-b")
+    assert cvs.proxy_for("http://replica-a:8000") == "http://proxy.example:3128"
+    assert cvs.proxy_for("http://replica-b:8000") is None
+    assert cvs.proxy_for("https://replica-a:8000") is None  # no HTTPS_PROXY
