@@ -2043,7 +2043,8 @@ class Context:
         if kind in ("cuda", "rocm"):
             gpus = vendor_gpus[kind]
             if gpus:
-                return kind, gpus, f"{len(gpus)} visible GPU(s), torch {self.build['version']} ({kind} build)"
+                build = f"CUDA {self.build['cuda']}" if kind == "cuda" else f"ROCm {self.build['hip']}"
+                return kind, gpus, f"torch {self.build['version']} ({build})"
             listed = [g for g in self.accel["gpus"] if g["vendor"] == ("nvidia" if kind == "cuda" else "amd")]
             if listed:
                 return None, [], f"{len(listed)} GPU(s) present but none visible ({self._visible_raw()})"
@@ -2144,6 +2145,12 @@ def _package_state(
     return state
 
 
+def _pin_text(pid: str, row: Dict[str, Any]) -> str:
+    if row["status"] == "missing":
+        return f"{pid} requires {row['subject']}{row['requirement']}, which is not installed"
+    return f"{pid} requires {row['subject']}{row['requirement']}, installed {row['installed']}"
+
+
 def _pin_problems(ctx: Context, pid: str) -> List[Dict[str, Any]]:
     """Outside/missing rows for the base pins that an installed package declares on other stack packages."""
     label = f"{pid} {ctx.pkg(pid)['version']}"
@@ -2218,7 +2225,7 @@ def rule_ddp(ctx: Context) -> Dict[str, Any]:
     if early:
         return early
     runtime, gpus, why = ctx.gpu_runtime()
-    evidence = [ctx.label("torch"), why]
+    evidence = [why if runtime else ctx.label("torch"), "" if runtime else why]
     torch_probe = ctx.probes.get("torch") or {}
     if torch_probe.get("status") == "ok":
         evidence.append("NCCL available" if torch_probe.get("nccl_available") else "NCCL not available (probed)")
@@ -2252,7 +2259,7 @@ def rule_fsdp2(ctx: Context) -> Dict[str, Any]:
         return early
     if not ctx.installed("accelerate"):
         return _verdict("fsdp2", "unavailable", ["accelerate not installed"], ctx.install("accelerate"))
-    evidence = [ctx.label("torch"), ctx.label("accelerate")]
+    evidence = [ctx.label("accelerate")]
     gate = ctx.gate("torch", "accelerate")
     if gate is None:
         return _verdict(
@@ -2268,7 +2275,7 @@ def rule_fsdp2(ctx: Context) -> Dict[str, Any]:
             [*evidence, f"FSDP2 needs torch {gate['requirement']} ({gate['source'].split(' (')[0]})"],
             ctx.install(f"torch{gate['requirement']}"),
         )
-    evidence.append(f"torch {gate['requirement']} for FSDP2: ok")
+    evidence.append(f"torch {gate['installed']} meets FSDP2's {gate['requirement']}")
     runtime, gpus, why = ctx.gpu_runtime()
     evidence.append(why)
     if runtime is None:
@@ -2288,7 +2295,7 @@ def rule_deepspeed(ctx: Context) -> Dict[str, Any]:
         return early
     state = _package_state(ctx, "deepspeed", "deepspeed")
     if state["blocking"]:
-        return _verdict("deepspeed", "unavailable", [state["blocking"]], state["next"])
+        return _blocked(ctx, "deepspeed", [state["blocking"]], state["next"])
     evidence = list(state["evidence"])
     soft = list(state["soft"])
     for row in ctx.rows_for("transformers", kind="extra", extra="deepspeed"):
@@ -2330,9 +2337,7 @@ def rule_peft(ctx: Context) -> Dict[str, Any]:
         return _verdict("peft", "unavailable", [state["blocking"]], state["next"])
     evidence = list(state["evidence"])
     pins = _pin_problems(ctx, "peft")
-    soft = state["soft"] + [
-        f"peft needs {r['subject']} {r['requirement'] or '(any)'}, installed {r['installed'] or 'none'}" for r in pins
-    ]
+    soft = state["soft"] + [_pin_text("peft", r) for r in pins]
     runtime, gpus, why = ctx.gpu_runtime()
     if soft:
         return _verdict("peft", "limited", evidence + soft, state["next"])
@@ -2502,10 +2507,7 @@ def rule_unsloth(ctx: Context) -> Dict[str, Any]:
     evidence = state["evidence"] + zoo["evidence"]
     soft = state["soft"] + zoo["soft"]
     for pid in ("unsloth", "unsloth-zoo"):
-        soft.extend(
-            f"{pid} needs {r['subject']} {r['requirement'] or '(any)'}, installed {r['installed'] or 'none'}"
-            for r in _pin_problems(ctx, pid)
-        )
+        soft.extend(_pin_text(pid, r) for r in _pin_problems(ctx, pid))
     runtime, gpus, why = ctx.gpu_runtime()
     if runtime is None:
         return _verdict("unsloth", "unavailable", [*evidence, why, "Unsloth needs a GPU"], _torch_gpu_step(ctx))
@@ -2548,7 +2550,8 @@ def _vllm_common(ctx: Context, backend: str) -> Tuple[Optional[Dict[str, Any]], 
                 [],
                 None,
             )
-        soft.append(f"vllm needs {row['subject']} {row['requirement']}, installed {row['installed'] or 'none'}")
+        soft.append(_pin_text("vllm", row))
+        state["next"] = state["next"] or ctx.install(f"{row['subject']}{row['requirement']}")
     return None, evidence, soft, state["next"]
 
 
@@ -2562,7 +2565,7 @@ def rule_vllm_colocate(ctx: Context) -> Dict[str, Any]:
             "vllm-colocate", "unavailable", [*evidence, why, "vLLM needs a CUDA or ROCm GPU"], _torch_gpu_step(ctx)
         )
     free = sum(g.get("memory_free_mib") or 0 for g in gpus)
-    evidence.append(_summarize_gpus(gpus) + (f", {free} MiB free" if free else ""))
+    evidence.append(_summarize_gpus(gpus) + (f", {_fmt_mib(free)} free" if free else ""))
     evidence.append("vLLM shares the training GPUs (vllm_gpu_memory_utilization, default 0.3)")
     if soft:
         return _verdict("vllm-colocate", "limited", evidence + soft, step)
@@ -2846,11 +2849,11 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
         for row in rows:
             if not verbose and row["status"] in ("ok", "missing"):
                 continue
-            text = _compat_text(row)
-            if text in shown:
+            key = (row["subject"], row["requirement"], row["required_by"].split(" ")[0], row["status"])
+            if not verbose and key in shown:  # a code gate that repeats the metadata range
                 continue
-            shown.add(text)
-            lines.append("  " + text)
+            shown.add(key)
+            lines.append("  " + _compat_text(row))
     accel = report["accelerators"]
     lines.append(
         f"accelerators: nvidia-smi {accel['nvidia_smi']['status']}"
@@ -2952,21 +2955,22 @@ def _torch_probe_text(result: Dict[str, Any]) -> str:
 
 def _compat_text(row: Dict[str, Any]) -> str:
     owner = row["required_by"].split(" ")[0]
+    subject = f"{row['subject']} {row['installed']}"
     if row["status"] == "outside":
         if row["kind"] == "extra" and owner == "trl":
-            what = f"outside trl's supported range {row['requirement']}"
+            what = f"is outside trl's supported range {row['requirement']}"
         elif row["kind"] == "gate":
-            what = f"outside {owner}'s code gate {row['requirement']} ({row['note']})"
+            what = f"is outside {owner}'s code gate {row['requirement']} ({row['note']})"
         elif row["requirement"].startswith("=="):
             what = f"does not match {owner}'s pin {row['requirement']}"
         else:
-            what = f"outside {owner}'s requirement {row['requirement']}"
-        return f"! {row['subject']} {row['installed']} is {what} [{row['required_by']}]"
+            what = f"is outside {owner}'s requirement {row['requirement']}"
+        return f"! {subject} {what} [{row['required_by']}]"
     if row["status"] == "missing":
         return f"- {row['subject']} not installed, wanted {row['requirement'] or '(any)'} by {row['required_by']}"
     if row["status"] == "unknown":
-        return f"? {row['subject']} {row['installed']} vs {row['requirement']} undecidable [{row['required_by']}]"
-    return f"ok {row['subject']} {row['installed']} {row['requirement'] or '(any)'} [{row['required_by']}]"
+        return f"? {subject} vs {row['requirement']}: undecidable [{row['required_by']}]"
+    return f"ok {subject} {row['requirement'] or '(any)'} [{row['required_by']}]"
 
 
 def _wrap(cells: List[str], first_prefix: str, next_prefix: Optional[str] = None, width: int = 118) -> List[str]:
@@ -3132,10 +3136,8 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
         "accelerate_config": read_accelerate_config(config_path, packages),
         "env": env_selected,
     }
-    if packages["deepspeed"]["installed"]:
-        report["deepspeed_build"] = deepspeed_build(packages)
-    if packages["bitsandbytes"]["installed"]:
-        report["bitsandbytes_libraries"] = bnb_native_libraries(packages)
+    report["deepspeed_build"] = deepspeed_build(packages) if packages["deepspeed"]["installed"] else None
+    report["bitsandbytes_libraries"] = bnb_native_libraries(packages) if packages["bitsandbytes"]["installed"] else []
     probes: Dict[str, Any] = {}
     if args.probe_torch:
         probes["torch"] = probe_torch(probe_timeout, path_entries)
