@@ -72,7 +72,7 @@ SRC_ROUND_RANK = "trl/experimental/async_grpo/async_grpo_trainer.py:696-723 @1.1
 SRC_SELECT_LORAS = "trl/experimental/async_grpo/async_grpo_trainer.py:895-906 @1.16.0 (select_adapter_sync)"
 SRC_SELECT_OK = "trl/experimental/async_grpo/async_grpo_trainer.py:907,1408-1417 @1.16.0"
 SRC_LOAD_404 = "trl/experimental/async_grpo/vllm_client.py:109-120 @1.16.0 (load_lora_adapter)"
-SRC_RUNTIME_LORA_ENV = "vllm/envs.py:1200-1202 @0.31.0; vllm/entrypoints/serve/lora/api_router.py @0.31.0"
+SRC_RUNTIME_LORA_ENV = "vllm/envs.py:1200-1203 @0.31.0; vllm/entrypoints/serve/lora/api_router.py:30 @0.31.0"
 SRC_GRPO_SERVER_INFO_404 = "trl/generation/vllm_client.py:303-318 @1.16.0 (get_server_info)"
 SRC_ASYNC_SERVER_INFO = "trl/experimental/async_grpo/vllm_client.py:81-97 @1.16.0 (get_dtype, get_server_info)"
 SRC_DEV_MODE = (
@@ -82,9 +82,9 @@ SRC_DEV_MODE = (
 SRC_GRPO_WEIGHT_TRANSFER = "trl/generation/vllm_client.py:735-740 @1.16.0 (init_communicator)"
 SRC_ASYNC_WEIGHT_TRANSFER = "trl/experimental/async_grpo/weight_transfer.py:78-127 @1.16.0 (init_weight_transfer)"
 SRC_GRPO_LOGPROBS = "trl/trainer/grpo_trainer.py:1141-1153 @1.16.0; trl/trainer/grpo_config.py:925 @1.16.0"
-SRC_ASYNC_LOGPROBS = "trl/experimental/async_grpo/async_grpo_trainer.py:1504,1526-1528 @1.16.0 (compute_loss)"
+SRC_ASYNC_LOGPROBS = "trl/experimental/async_grpo/async_grpo_trainer.py:1131,1504,1527-1528 @1.16.0 (compute_loss)"
 SRC_VLLM_LOGPROBS = "vllm/config/model.py:100-102,259 @0.31.0 (LogprobsMode, default raw_logprobs)"
-SRC_MAX_MODEL_LEN = "vllm/renderers/params.py:487-505 @0.31.0 (_token_len_check)"
+SRC_MAX_MODEL_LEN = "vllm/renderers/params.py:485-510 @0.31.0 (_token_len_check)"
 SRC_ASYNC_TOKEN_BUDGET = "trl/experimental/async_grpo/async_grpo_trainer.py:1434-1440 @1.16.0"
 SRC_MODELS_FIRST = (
     "trl/experimental/async_grpo/vllm_client.py:75-79 @1.16.0; trl/generation/vllm_client.py:253 @1.16.0; "
@@ -100,7 +100,7 @@ SRC_DP_BROADCAST = (
 )
 SRC_AUTH = "vllm/entrypoints/serve/middleware/authenticate.py:11,59-61 @0.31.0 (GUARDED_PREFIX)"
 SRC_TRL_NO_AUTH = "trl/experimental/async_grpo/vllm_client.py, trl/generation/vllm_client.py @1.16.0 (no auth header)"
-SRC_ADAPTER_NAMES = "trl/experimental/async_grpo/async_grpo_trainer.py:1819-1856 @1.16.0 (_sync_weight_lora)"
+SRC_ADAPTER_NAMES = "trl/experimental/async_grpo/async_grpo_trainer.py:1306,1802-1858 @1.16.0 (_sync_weight_lora)"
 SRC_MODELS_LIST = "vllm/entrypoints/openai/models/serving.py:149-165 @0.31.0 (show_available_models)"
 SRC_THIS = "scripts/check_vllm_server.py"
 
@@ -869,7 +869,7 @@ def predict_outcome(snap: Snapshot, intent: Intent) -> Tuple[Outcome, List[Findi
                     "GRPOTrainer has no adapter-only sync: it merges the LoRA adapter, pushes the full weights over "
                     "NCCL, then unmerges. The server's LoRA settings do not matter for it.",
                     None,
-                    "trl/generation/vllm_generation.py @1.16.0; use AsyncGRPO for adapter-only sync",
+                    "trl/generation/vllm_generation.py:448-469 @1.16.0 (merge, push, unmerge)",
                     snap.url,
                 )
             )
