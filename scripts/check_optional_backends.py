@@ -1719,12 +1719,12 @@ def gather_env(env: Dict[str, str]) -> Tuple[Dict[str, str], List[str]]:
                 selected[name] = REDACTED if value else ""
             continue
         if relevant:
-            cleaned = redact_value(value)
-            if cleaned != value:
-                secrets.extend(m.group("cred") for m in URL_CREDENTIALS_RE.finditer(value) if len(m.group("cred")) >= 4)
-            selected[name] = cleaned
+            selected[name] = redact_value(value)
     for value in env.values():
-        secrets.extend(m.group("cred") for m in URL_CREDENTIALS_RE.finditer(value) if len(m.group("cred")) >= 4)
+        for match in URL_CREDENTIALS_RE.finditer(value):
+            secrets.extend(
+                part for part in (match.group("cred"), match.group("cred").partition(":")[2]) if len(part) >= 4
+            )
         secrets.extend(HF_TOKEN_RE.findall(value))
     return selected, sorted(set(secrets), key=len, reverse=True)
 
@@ -2778,6 +2778,7 @@ def sanitize(value: Any, home: Optional[str], secrets: Sequence[str]) -> Any:
     if isinstance(value, list):
         return [sanitize(v, home, secrets) for v in value]
     if isinstance(value, str):
+        value = redact_value(value)
         for secret in secrets:
             if secret in value:
                 value = value.replace(secret, REDACTED)
