@@ -1,0 +1,637 @@
+"""plan_training.py: parameter counts, DeepSpeed estimator formulas, the FSDP+QLoRA 70B case, GPU splits, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import plan_rules
+import plan_training as pt
+from conftest import REPO_ROOT, SCRIPTS_DIR
+
+MODEL_DIR = REPO_ROOT / "tests" / "fixtures" / "model_configs"
+SCRIPT = SCRIPTS_DIR / "plan_training.py"
+GB = 2**30  # DeepSpeed's estimator prints bytes / 2**30 as "GB"
+
+
+def run_json(capsys, *argv: str) -> tuple:
+    code = pt.main([*argv, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def fixture_facts(name: str) -> pt.ModelFacts:
+    path = MODEL_DIR / name / "config.json"
+    return pt.facts_from_config(json.loads(path.read_text()), str(path))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Parameter counts from config.json fixtures vs published totals
+# ---------------------------------------------------------------------------------------------------------------
+
+FIXTURES = sorted(p.name for p in MODEL_DIR.iterdir() if (p / "config.json").is_file())
+
+
+def test_at_least_six_model_families_have_fixtures():
+    types = {json.loads((MODEL_DIR / n / "config.json").read_text())["model_type"] for n in FIXTURES}
+    assert len(FIXTURES) >= 6
+    assert {"llama", "qwen2", "qwen3", "mistral", "mixtral", "gemma", "phi3"} <= types
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_parameter_count_matches_published_total_within_1_percent(name):
+    source = json.loads((MODEL_DIR / name / "source.json").read_text())
+    facts = fixture_facts(name)
+    published = source["published_params"]
+    assert abs(facts.total - published) / published <= 0.01, (facts.total, published)
+    if "published_active_params" in source:
+        # Published active counts have one decimal (12.9B; 3.3B for Qwen3-30B-A3B, whose count is 3.35B).
+        assert facts.is_moe
+        assert abs(facts.active - source["published_active_params"]) < 0.1e9
+        assert facts.active < facts.total
+    if "published_non_embedding_params" in source:
+        non_embedding = facts.total - facts.embedding - facts.lm_head
+        assert abs(non_embedding - source["published_non_embedding_params"]) / non_embedding <= 0.01
+
+
+def test_exact_counts_for_well_known_dense_models():
+    # Hugging Face reports these exact totals for the published checkpoints.
+    assert fixture_facts("llama-3.1-8b").total == 8_030_261_248
+    assert fixture_facts("mistral-7b-v0.1").total == 7_241_732_096
+    assert fixture_facts("qwen2.5-7b").total == 7_615_616_512
+    assert fixture_facts("gemma-2b").total == 2_506_172_416
+    assert fixture_facts("phi-3-mini-4k").total == 3_821_079_552
+    assert fixture_facts("llama-3.1-70b").total == 70_553_706_496
+
+
+def test_tied_embeddings_are_counted_once_and_largest_module_follows_deepspeed():
+    qwen3 = fixture_facts("qwen3-0.6b")
+    assert qwen3.lm_head == 0 and qwen3.embedding == 151936 * 1024
+    # Mixtral's fused expert module (8 x 3 x 4096 x 14336) is larger than its embedding.
+    mixtral = fixture_facts("mixtral-8x7b-v0.1")
+    assert mixtral.largest_module == 8 * 3 * 4096 * 14336
+    # LoRA all-linear on an MoE model in transformers 5.x targets attention projections only.
+    trainable, modules = pt.lora_trainable(mixtral, 16, "all-linear")
+    assert modules == ["k_proj", "o_proj", "q_proj", "v_proj"]
+    assert trainable == 16 * 32 * ((4096 + 4096) * 2 + (4096 + 1024) * 2)
+
+
+def test_lora_trainable_formula_for_llama_8b():
+    facts = fixture_facts("llama-3.1-8b")
+    per_layer = (4096 + 4096) + (4096 + 1024) * 2 + (4096 + 4096) + (4096 + 14336) * 2 + (14336 + 4096)
+    assert pt.lora_trainable(facts, 16, "all-linear")[0] == 16 * per_layer * 32
+    assert pt.lora_trainable(facts, 8, "q_proj,v_proj")[0] == 8 * ((4096 + 4096) + (4096 + 1024)) * 32
+
+
+def test_reference_shapes_reproduce_published_totals():
+    published = {
+        "Qwen2.5-0.5B": 0.49e9,
+        "Qwen2.5-1.5B": 1.54e9,
+        "Qwen2.5-3B": 3.09e9,
+        "Qwen2.5-14B": 14.7e9,
+        "Qwen2.5-72B": 72.7e9,
+        "Llama-3.1-70B": 70.6e9,
+    }
+    for cfg in pt.REFERENCE_SHAPES:
+        facts = pt.facts_from_config(cfg, "reference")
+        if facts.name in published:
+            assert abs(facts.total - published[facts.name]) / published[facts.name] <= 0.01, facts.name
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("7B", 7_000_000_000),
+        ("0.5b", 500_000_000),
+        ("7e9", 7_000_000_000),
+        ("500M", 500_000_000),
+        ("70.6B", 70_600_000_000),
+    ],
+)
+def test_param_count_parsing(text, value):
+    assert pt.parse_param_count(text) == value
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# DeepSpeed estimator formulas (deepspeed 0.19.8, docs/code-docs/source/memory.rst published examples)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_zero2_matches_deepspeed_published_example_3b_on_8_gpus():
+    # estimate_zero2_model_states_mem_needs_all_cold(total_params=2851e6, num_gpus_per_node=8, num_nodes=1)
+    cpu, gpu = pt.ds_zero2_model_states(int(2851e6), 8, 1, cpu_offload=True)
+    assert (round(cpu / GB, 2), round(gpu / GB, 2)) == (127.45, 5.31)
+    cpu, gpu = pt.ds_zero2_model_states(int(2851e6), 8, 1, cpu_offload=False)
+    # 0.19.8 code: 2P + 18P/N. memory.rst still prints 15.93GB here, which is its older text formula
+    # 4P + 16P/N; the planner follows the code of the pinned release.
+    assert (round(cpu / GB, 2), round(gpu / GB, 2)) == (127.45, 11.28)
+    assert round((4 * 2851e6 + 16 * 2851e6 / 8) / GB, 2) == 15.93
+
+
+@pytest.mark.parametrize(
+    ("offload", "offload_params", "zero_init", "cpu_gb", "gpu_gb"),
+    [
+        (True, True, True, 71.69, 0.12),
+        (True, True, False, 127.45, 0.12),
+        (True, False, True, 63.72, 0.78),
+        (True, False, False, 127.45, 0.78),
+        (False, False, True, 1.43, 6.09),
+        (False, False, False, 127.45, 6.09),
+    ],
+)
+def test_zero3_matches_deepspeed_published_example_3b_on_8_gpus(offload, offload_params, zero_init, cpu_gb, gpu_gb):
+    # estimate_zero3_model_states_mem_needs_all_cold(total_params=2851e6, largest_layer_params=32e6, 8 GPUs)
+    cpu, gpu, _ = pt.ds_zero3_model_states(int(2851e6), int(32e6), 8, 1, offload, offload_params, zero_init)
+    assert (round(cpu / GB, 2), round(gpu / GB, 2)) == (cpu_gb, gpu_gb)
+
+
+def test_zero3_matches_deepspeed_t5_large_worked_example():
+    # memory.rst: t5-large, 737.67M params, 32.90M largest layer, 4 GPUs -> 3291 / 125 / 477 MB
+    total, largest = 737_668_096, 32_899_072
+    _, case1, _ = pt.ds_zero3_model_states(total, largest, 4, 1, cpu_offload=False, cpu_offload_params=False)
+    _, case2, _ = pt.ds_zero3_model_states(total, largest, 4, 1, cpu_offload=True, cpu_offload_params=True)
+    _, case3, _ = pt.ds_zero3_model_states(total, largest, 4, 1, cpu_offload=True, cpu_offload_params=False)
+    assert (case1 >> 20, case2 >> 20, case3 >> 20) == (3291, 125, 477)
+
+
+def test_planner_zero_candidates_use_the_deepspeed_formulas(capsys):
+    path = MODEL_DIR / "llama-3.1-8b" / "config.json"
+    code, data = run_json(capsys, "--model-config", str(path), "--gpus", "8", "--gpu-memory-gib", "80")
+    assert code == 0
+    by_strategy = {c["strategy"]: c for c in data["candidates"]}
+    facts = fixture_facts("llama-3.1-8b")
+    _, zero2 = pt.ds_zero2_model_states(facts.total, 8, 1, False)
+    _, zero3, _ = pt.ds_zero3_model_states(facts.total, facts.largest_module, 8, 1, False, False)
+    exact2 = sum(by_strategy["zero2"]["terms_gib"]["exact"].values())
+    exact3 = sum(by_strategy["zero3"]["terms_gib"]["exact"].values())
+    assert abs(exact2 - zero2 / GB) < 0.01
+    assert abs(exact3 - zero3 / GB) < 0.01
+    # DDP with TRL's float32 default: weights 4 + grads 4 + AdamW 8 + DDP buckets 4 bytes per parameter.
+    assert abs(by_strategy["ddp"]["model_states_gib_exact"] - facts.total * 20 / GB) < 0.01
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# FSDP + QLoRA, Llama-2-70B on 2 x 24 GB (huggingface/peft docs/source/accelerate/fsdp.md: 35.6 GB per GPU
+# without CPU offload, 19.6 GB with it; r=8 all-linear, seq 2048, batch 2, nested quant, bf16 quant storage)
+# ---------------------------------------------------------------------------------------------------------------
+
+PEFT_NO_OFFLOAD_GB = 35.6
+PEFT_OFFLOAD_GB = 19.6
+
+
+def test_fsdp_qlora_70b_on_two_24gb_gpus_needs_offload(capsys):
+    code, data = run_json(
+        capsys,
+        "--model-config",
+        str(MODEL_DIR / "llama-2-70b" / "config.json"),
+        "--method",
+        "qlora",
+        "--lora-rank",
+        "8",
+        "--seq-len",
+        "2048",
+        "--micro-batch",
+        "2",
+        "--bnb-double-quant",
+        "--gpus",
+        "2",
+        "--gpu-memory-gib",
+        "24",
+        "--trainer",
+        "sft",
+        "--require-fit",
+    )
+    assert code == 0
+    by_strategy = {c["strategy"]: c for c in data["candidates"]}
+    no_offload = by_strategy["fsdp2"]
+    offload = by_strategy["fsdp2-offload"]
+    assert no_offload["fits"] is False and offload["fits"] is True
+    assert abs(no_offload["per_gpu_gib"] - PEFT_NO_OFFLOAD_GB) / PEFT_NO_OFFLOAD_GB <= 0.20
+    assert offload["per_gpu_gib"] <= PEFT_OFFLOAD_GB
+    assert data["recommendation"]["strategy"] == "fsdp2-offload"
+    # The 4-bit base is sharded: about half of 69B x 0.516 bytes per GPU before activations.
+    assert 16.0 < no_offload["model_states_gib_exact"] < 18.5
+    assert offload["host_ram_per_node_gib"] > 30
+    assert any("fsdp_offload_params: true" in c["note"] for c in data["commands"])
+
+
+def test_qlora_fsdp_with_uint8_storage_replicates_the_base(capsys):
+    args = [
+        "--model-config",
+        str(MODEL_DIR / "llama-2-70b" / "config.json"),
+        "--method",
+        "qlora",
+        "--gpus",
+        "2",
+        "--gpu-memory-gib",
+        "24",
+    ]
+    _, bf16 = run_json(capsys, *args)
+    _, uint8 = run_json(capsys, *args, "--bnb-quant-storage", "uint8")
+    states = {c["strategy"]: c["model_states_gib_exact"] for c in bf16["candidates"]}
+    states_u8 = {c["strategy"]: c["model_states_gib_exact"] for c in uint8["candidates"]}
+    assert states_u8["fsdp2"] > 1.8 * states["fsdp2"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# GRPO splits and launch templates
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _devices(mask: str) -> set:
+    return {int(x) for x in mask.split(",") if x}
+
+
+@pytest.mark.parametrize("extra", [[], ["--vllm-tp", "2"], ["--method", "lora"]])
+def test_grpo_server_plan_on_8_gpus_uses_disjoint_devices(capsys, extra):
+    code, data = run_json(
+        capsys,
+        "--params",
+        "7B",
+        "--trainer",
+        "grpo",
+        "--gpus",
+        "8",
+        "--gpu-memory-gib",
+        "80",
+        "--vllm-mode",
+        "server",
+        "--model-id",
+        "Qwen/Qwen2.5-7B",
+        *extra,
+    )
+    assert code == 0
+    split = data["split"]
+    server = _devices(split["server_cuda_visible_devices"])
+    trainer = _devices(split["trainer_cuda_visible_devices"][0])
+    assert server and trainer and not server & trainer
+    assert server | trainer <= set(range(8))
+    assert split["num_processes"] == len(trainer) == 8 - len(server)
+    assert data["vllm"]["tensor_parallel_size"] == len(server)
+    serve = next(c["command"] for c in data["commands"] if c["role"].startswith("vLLM server"))
+    assert serve.startswith(f"CUDA_VISIBLE_DEVICES={split['server_cuda_visible_devices']} VLLM_SERVER_DEV_MODE=1 ")
+    assert f"--tensor-parallel-size {len(server)} " in serve
+    for flag in (
+        '--weight-transfer-config \'{"backend": "nccl"}\'',
+        "--logprobs-mode processed_logprobs",
+        "--max-logprobs -1",
+        "--max-model-len 2048",
+    ):
+        assert flag in serve
+    trainer_cmds = [c["command"] for c in data["commands"] if c["role"].startswith("trainer")]
+    assert trainer_cmds
+    for cmd in trainer_cmds:
+        assert f"--num_processes {len(trainer)} " in cmd
+        assert cmd.startswith(f"CUDA_VISIBLE_DEVICES={split['trainer_cuda_visible_devices'][0]} ")
+    batch = data["batch"]
+    assert batch["generation_batch_size"] == 8 * len(trainer)
+    assert batch["divisible"] is (batch["generation_batch_size"] % 8 == 0)
+
+
+def test_generation_batch_not_divisible_gets_a_steps_per_generation_fix(capsys):
+    code, data = run_json(
+        capsys, "--params", "7B", "--trainer", "grpo", "--gpus", "8", "--gpu-memory-gib", "80", "--micro-batch", "3"
+    )
+    assert code == 0
+    batch = data["batch"]
+    assert batch["num_processes"] == 7 and batch["generation_batch_size"] == 21 and not batch["divisible"]
+    assert (3 * 7 * batch["suggested_steps_per_generation"]) % 8 == 0
+
+
+def test_colocate_plan_cuts_the_trainer_share(capsys):
+    code, data = run_json(
+        capsys,
+        "--params",
+        "1.5B",
+        "--trainer",
+        "grpo",
+        "--gpus",
+        "2",
+        "--gpu-memory-gib",
+        "80",
+        "--vllm-mode",
+        "colocate",
+        "--vllm-gpu-memory-utilization",
+        "0.4",
+    )
+    assert code == 0
+    assert data["trainer_usable_gib_per_gpu"] == pytest.approx(80 * 0.6, abs=0.01)
+    assert data["split"]["num_processes"] == 2 and data["split"]["server_gpus"] == []
+    assert data["config_fields"]["vllm_gpu_memory_utilization"] == 0.4
+    assert data["config_fields"]["vllm_mode"] == "colocate"
+
+
+def test_kv_cache_formula(capsys):
+    facts = fixture_facts("llama-3.1-8b")
+    assert pt.kv_bytes_per_token(facts, 1) == 2 * 32 * 8 * 128 * 2
+    assert pt.kv_bytes_per_token(facts, 2) == 2 * 32 * 4 * 128 * 2
+    assert pt.kv_bytes_per_token(fixture_facts("gemma-2b"), 2) == 2 * 18 * 1 * 256 * 2  # 1 KV head: replicated
+
+
+def test_seven_b_grpo_on_four_a100_answers_with_numbers_and_commands(capsys):
+    code = pt.main(
+        [
+            "--params",
+            "7B",
+            "--method",
+            "full",
+            "--trainer",
+            "grpo",
+            "--gpus",
+            "4",
+            "--gpu-memory-gib",
+            "80",
+            "--vllm-mode",
+            "server",
+            "--require-fit",
+        ]
+    )
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "vLLM server on GPU 0" in text and "--num_processes 3" in text
+    assert "recommendation: DeepSpeed ZeRO-2" in text
+    assert "TEMPLATES" in text and "vllm serve" in text and "accelerate launch" in text
+    assert "trl grpo --accelerate_config zero2 --num_processes 3" in text
+
+
+def test_require_fit_fails_when_nothing_fits(capsys):
+    code = pt.main(
+        [
+            "--params",
+            "70B",
+            "--trainer",
+            "sft",
+            "--gpus",
+            "1",
+            "--gpu-memory-gib",
+            "24",
+            "--require-fit",
+            "--host-memory-gib",
+            "64",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "nothing fits with full" in out
+
+
+def test_hardware_json_from_the_diagnostic(capsys, tmp_path):
+    report = {
+        "schema_version": 1,
+        "accelerators": {
+            "gpus": [
+                {
+                    "index": i,
+                    "name": "NVIDIA A100-SXM4-80GB",
+                    "memory_total_mib": 81920,
+                    "memory_free_mib": 81000,
+                    "compute_capability": "8.0",
+                    "visible": i < 4,
+                }
+                for i in range(8)
+            ]
+        },
+    }
+    path = tmp_path / "diag.json"
+    path.write_text(json.dumps(report))
+    code, data = run_json(capsys, "--params", "7B", "--trainer", "sft", "--hardware-json", str(path))
+    assert code == 0
+    assert data["hardware"]["gpus_per_node"] == 4 and data["hardware"]["gpu_memory_gib"] == 80.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# YAML parsing: the built-in parser agrees with PyYAML on config-shaped documents
+# ---------------------------------------------------------------------------------------------------------------
+
+YAML_DOCS = [
+    "compute_environment: LOCAL_MACHINE\ndistributed_type: \"NO\"\ndowncast_bf16: 'no'\ngpu_ids: all\n"
+    "mixed_precision: 'bf16'\nnum_processes: 8\ntpu_env: []\nuse_cpu: false\n",
+    "deepspeed_config:\n  zero_stage: 3\n  offload_param_device: none  # comment\n  zero3_init_flag: true\n"
+    "distributed_type: DEEPSPEED\nnum_processes: 4\n",
+    "model_name_or_path: Qwen/Qwen2.5-0.5B\nlearning_rate: 2.0e-5\nlora_target_modules:\n  - q_proj\n  - v_proj\n"
+    "env:\n  WANDB_PROJECT: test\nreward_funcs: [accuracy, 'format']\n"
+    "model_init_kwargs: {dtype: bfloat16, use_kernels: true}\n"
+    "bf16: True\nbeta: 0.04\nnull_value: ~\nurl: http://localhost:8000\n",
+    'items:\n- name: a\n  value: 1\n- name: b\n  value: 2\nquoted: "a # not a comment"\n',
+]
+
+
+@pytest.mark.parametrize("doc", YAML_DOCS)
+def test_builtin_yaml_parser_agrees_with_pyyaml(doc):
+    yaml = pytest.importorskip("yaml")
+    assert plan_rules.parse_simple_yaml(doc) == yaml.safe_load(doc)
+
+
+@pytest.mark.parametrize("parser", ["builtin", "pyyaml"])
+def test_malformed_yaml_exits_2_with_the_line(capsys, tmp_path, parser):
+    if parser == "pyyaml":
+        pytest.importorskip("yaml")
+    bad = tmp_path / "accelerate.yaml"
+    bad.write_text("distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\n   bad: [1, 2\nnum_processes: 2\n")
+    code = pt.main(["--lint-accelerate-config", str(bad), "--yaml-parser", parser])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{bad}:4" in err and "malformed YAML" in err
+    assert ("PyYAML" if parser == "pyyaml" else "built-in parser") in err
+
+
+def test_output_names_the_yaml_parser(capsys, tmp_path):
+    cfg = tmp_path / "trl.yaml"
+    cfg.write_text("use_liger_kernel: false\n")
+    code, data = run_json(capsys, "--lint-trl-config", str(cfg), "--yaml-parser", "builtin")
+    assert code == 0 and data["lint"]["yaml_parser"] == ["builtin"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bad input: clear message, exit 2, never a traceback
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _write(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--params", "7B", "--gpus", "0", "--gpu-memory-gib", "80"], "impossible hardware: --gpus 0"),
+        (["--params", "7B", "--gpus", "4", "--gpu-memory-gib", "-8"], "impossible hardware: GPU memory"),
+        (["--params", "7B", "--gpus", "4", "--gpu-memory-gib", "80", "--nodes", "0"], "impossible hardware: --nodes"),
+        (
+            ["--params", "7B", "--trainer", "grpo", "--gpus", "4", "--gpu-memory-gib", "80", "--vllm-tp", "8"],
+            "impossible hardware: --vllm-tp 8",
+        ),
+        (
+            ["--params", "7B", "--trainer", "grpo", "--gpus", "1", "--gpu-memory-gib", "80", "--vllm-mode", "server"],
+            "needs its own GPU",
+        ),
+        (
+            [
+                "--params",
+                "7B",
+                "--trainer",
+                "grpo",
+                "--gpus",
+                "8",
+                "--gpu-memory-gib",
+                "80",
+                "--vllm-mode",
+                "colocate",
+                "--vllm-tp",
+                "3",
+            ],
+            "must divide the world size 8",
+        ),
+        (
+            ["--params", "7B", "--trainer", "sft", "--gpus", "2", "--gpu-memory-gib", "80", "--vllm-mode", "server"],
+            "only GRPO, RLOO and AsyncGRPO",
+        ),
+        (["--params", "seven", "--gpus", "1", "--gpu-memory-gib", "80"], "expected a count"),
+        (["--params", "7B"], "give --gpus and --gpu-memory-gib"),
+        ([], "nothing to do"),
+        (
+            ["--params", "7B", "--gpus", "1", "--gpu-memory-gib", "80", "--method", "lora", "--lora-targets", "qkv"],
+            "not among this model's linear layers",
+        ),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(capsys, argv, needle):
+    code = pt.main(argv)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert needle in err
+
+
+def test_unknown_architecture_exits_2(capsys, tmp_path):
+    path = _write(tmp_path, "config.json", json.dumps({"model_type": "gpt_neox", "hidden_size": 4096}))
+    code = pt.main(["--model-config", path, "--gpus", "1", "--gpu-memory-gib", "80"])
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown model_type 'gpt_neox'" in err and "supported:" in err
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ('{"model_type": "llama", "hidden_size": 4096', "malformed JSON"),
+        ('{"model_type": "llama", "hidden_size": 4096}', "missing integer field 'num_hidden_layers'"),
+        ('{"model_type": "llama", "hidden_size": "big", "num_hidden_layers": 2}', "must be an integer"),
+    ],
+)
+def test_broken_model_config_exits_2(capsys, tmp_path, content, needle):
+    path = _write(tmp_path, "config.json", content)
+    code = pt.main(["--model-config", path, "--gpus", "1", "--gpu-memory-gib", "80"])
+    assert code == 2 and needle in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("report", "needle"),
+    [
+        ({"schema_version": 2, "accelerators": {"gpus": []}}, "schema_version 2 is not supported"),
+        ({"schema_version": 1, "accelerators": {"gpus": []}}, "no visible GPU"),
+        ({"schema_version": 1, "accelerators": {"gpus": [{"index": 0, "visible": True}]}}, "memory_total_mib"),
+    ],
+)
+def test_unusable_hardware_json_exits_2(capsys, tmp_path, report, needle):
+    path = _write(tmp_path, "diag.json", json.dumps(report))
+    code = pt.main(["--params", "7B", "--hardware-json", path])
+    assert code == 2 and needle in capsys.readouterr().err
+
+
+def test_json_error_output_is_json(capsys):
+    code = pt.main(["--params", "7B", "--gpus", "0", "--gpu-memory-gib", "80", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 2 and data["exit_code"] == 2 and "impossible hardware" in data["error"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The script as a process: --help, no heavy imports, no traceback, Python 3.9
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_help_documents_inputs_formulas_approximations_and_exit_codes():
+    text = pt.build_parser().format_help()
+    for needle in (
+        "--params",
+        "--model-config",
+        "--hardware-json",
+        "--lint-accelerate-config",
+        "--require-fit",
+        "2P + 18P/N",
+        "4L + 18P/N",
+        "approximate",
+        "activations",
+        "exit codes",
+        "templates",
+        "kv_cache_interface.py",
+    ):
+        assert needle in text
+
+
+def test_runs_as_a_script_without_importing_torch_or_trl():
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = ['plan_training.py', '--params', '7B', '--trainer', 'grpo', '--gpus', '4', "
+        "'--gpu-memory-gib', '80', '--json']\n"
+        "try:\n"
+        f"    runpy.run_path({str(SCRIPT)!r}, run_name='__main__')\n"
+        "except SystemExit as exc:\n"
+        "    assert exc.code == 0, exc.code\n"
+        "heavy = [m for m in ('torch', 'trl', 'vllm', 'deepspeed', 'transformers', 'accelerate') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["split"]["num_processes"] == 3
+
+
+def test_bad_input_in_a_subprocess_has_no_traceback(tmp_path):
+    bad = tmp_path / "trl.yaml"
+    bad.write_text("a: [1, 2\n")
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--lint-trl-config", str(bad)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "malformed YAML" in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("python3.9") is None, reason="no python3.9 on PATH")
+def test_runs_on_python_3_9_with_the_builtin_yaml_parser(tmp_path):
+    cfg = tmp_path / "acc.yaml"
+    cfg.write_text("distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\nnum_processes: 8\n")
+    env = {**os.environ, "PYENV_VERSION": "3.9.18"}
+    result = subprocess.run(
+        [
+            "python3.9",
+            "-S",
+            str(SCRIPT),
+            "--params",
+            "7B",
+            "--trainer",
+            "grpo",
+            "--gpus",
+            "4",
+            "--gpu-memory-gib",
+            "80",
+            "--lint-accelerate-config",
+            str(cfg),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    if result.returncode != 0 and "pyenv" in result.stderr:
+        pytest.skip("python3.9 not installed through pyenv here")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["lint"]["yaml_parser"] == ["builtin"]  # -S: no site-packages, so no PyYAML
+    assert any(f["id"] == "num-processes" for f in data["lint"]["findings"])
