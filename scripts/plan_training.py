@@ -48,17 +48,27 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
     reference model (DPO; RLOO and GRPO when beta != 0; full fine-tune only): frozen copy, sharded like the policy
   approximate (marked "approx" in the output):
     activations   bf16, t = seq_len*micro_batch tokens (x2 for DPO pairs), per layer and token
-                  a = 6h + 2*kv_dim + 4*I_active elements (SDPA/flash attention, no s^2 scores);
+                  a = 6h + 2*kv_dim + 4*I_active (2*I for a non-gated MLP) elements, SDPA/flash (no s^2);
                   no checkpointing: layers*t*a*2 bytes; checkpointing: layers*t*h*2 + 2*t*a*2 (one layer
                   recomputed with its gradients); + TRL fused LM-head tile min(t,4096)*min(V,32768)*4*2
     FSDP2 gather  2 blocks + root (embeddings, lm_head) unsharded at 2 bytes, + their bf16 grads when trained
     autocast      float32 weights under bf16 autocast cache a 2-byte copy of trainable weights (DDP)
+    generate()    GRPO/RLOO without vLLM: KV cache for per_device * steps_per_generation sequences of seq_len
     overhead      1.5 GiB per training process (CUDA context, workspaces, NCCL); 2.0 GiB per vLLM GPU
     headroom      a candidate fits when estimate <= usable * (1 - headroom), default 10%
   vLLM: weights at 2 bytes/param (4-bit in colocate QLoRA) / TP; KV cache = 2 * layers * kv_heads * head_dim *
     2 bytes per token per sequence (vllm/v1/kv_cache_interface.py @0.31.0, AttentionSpec page size), at
     max_model_len x concurrency; vLLM takes gpu_memory_utilization * total memory per GPU
     (vllm/v1/worker/utils.py request_memory), so in colocate mode the trainer keeps total * (1 - utilization).
+    Colocate default utilization: the smallest 0.05 step holding weights, overhead and max_num_seqs sequences
+    (per_device * TP * steps_per_generation, grpo_trainer.py) plus 0.05.
+ranking, least invasive first: DDP (1 GPU) < ZeRO-2 (shards grads and optimizer) < FSDP2 < ZeRO-3 (shard weights
+  too) < ZeRO-2 optimizer offload < ZeRO-3 optimizer offload < FSDP2 CPU offload < ZeRO-3 full offload. The first
+  candidate that fits is recommended. LoRA/QLoRA are listed only when nothing fits: they change what is trained.
+GPU split (server mode): the smallest TP (dividing the attention heads, within one node) whose GPUs hold the weights
+  and one max_model_len sequence; the trainer gets the other GPUs (--num_processes). Several nodes: equal trainer
+  processes per node, or a node for the server when that leaves more. Generation batch = per_device * processes *
+  steps_per_generation, which must be divisible by num_generations (trl/trainer/grpo_config.py __post_init__).
 """
 
 EPILOG = (
@@ -585,6 +595,7 @@ class Setup:
     quant_storage: str
     ref_model: bool
     grad_accum: int
+    generate_sequences: int = 0  # GRPO/RLOO without vLLM: sequences model.generate() holds a KV cache for
 
 
 @dataclass
@@ -869,6 +880,9 @@ def activation_terms(facts: ModelFacts, setup: Setup) -> Dict[str, int]:
     else:
         terms["activations: all layers"] = facts.layers * layer_bytes
     terms["LM-head tile"] = min(tokens, LM_HEAD_TOKEN_TILE) * min(facts.vocab, LM_HEAD_VOCAB_TILE) * 4 * 2
+    if setup.generate_sequences:
+        # Without vLLM the trainer generates with model.generate(): a KV cache for its slice of the batch.
+        terms["generate() KV cache"] = kv_bytes_per_token(facts, 1) * setup.seq_len * setup.generate_sequences
     return terms
 
 
@@ -1276,8 +1290,7 @@ def evaluate(
     method: str,
     facts: ModelFacts,
     setup: Setup,
-    hw: Hardware,
-    world: int,
+    split: Split,
     usable: int,
     headroom: float,
     host_limit: Optional[int],
@@ -1288,8 +1301,9 @@ def evaluate(
         (facts.total, []) if method == "full" else lora_trainable(facts, setup.lora_rank, setup.lora_targets)
     )
     out = []
-    nodes = hw.nodes if world > hw.gpus_per_node else 1
-    per_node = min(world, hw.gpus_per_node)
+    world = split.trainer_world
+    nodes = len(split.trainer_masks)  # training nodes; DeepSpeed's host RAM formulas are per node
+    per_node = world // nodes
     for key in strategies_for(method, setup.trainer, world):
         cand = estimate(method, key, facts, method_setup, trainable, world, per_node, nodes)
         judge(cand, usable, headroom, host_limit)
@@ -1344,6 +1358,10 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
         geometry = batch_geometry(
             args.micro_batch, world, args.grad_accum, args.steps_per_generation, args.num_generations
         )
+    if mode == "none" and geometry is not None:
+        # Each process generates its share of the generation batch: per_device x steps_per_generation.
+        setup.generate_sequences = args.micro_batch * geometry.steps_per_generation
+        notes.append("no vLLM: the trainer generates with model.generate(), so its KV cache counts against training")
     if mode == "colocate":
         tp = args.vllm_tp or 1
         if world % tp:
@@ -1388,11 +1406,11 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
         )
     host_limit = int(args.host_memory_gib * GIB) if args.host_memory_gib else None
     candidates, trainable, modules = evaluate(
-        args.method, facts, setup, hw, world, usable, args.headroom, host_limit, args.model_dtype
+        args.method, facts, setup, split, usable, args.headroom, host_limit, args.model_dtype
     )
     alternatives: List[Estimate] = []
     for method in _methods_to_try(args.method):
-        alts, _t, _m = evaluate(method, facts, setup, hw, world, usable, args.headroom, host_limit, args.model_dtype)
+        alts, _t, _m = evaluate(method, facts, setup, split, usable, args.headroom, host_limit, args.model_dtype)
         alternatives.extend(alts)
     recommended = next((c for c in candidates if c.fits), None)
     alternative_pick = None if recommended else next((c for c in alternatives if c.fits), None)

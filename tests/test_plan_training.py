@@ -82,6 +82,41 @@ def test_tied_embeddings_are_counted_once_and_largest_module_follows_deepspeed()
     assert trainable == 16 * 32 * ((4096 + 4096) * 2 + (4096 + 1024) * 2)
 
 
+def test_other_supported_families_count_like_their_published_totals():
+    # Phi-2 (LayerNorm with bias, fc1/fc2, biased lm_head): published 2.78B.
+    phi2 = {
+        "model_type": "phi",
+        "hidden_size": 2560,
+        "intermediate_size": 10240,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "vocab_size": 51200,
+        "tie_word_embeddings": False,
+    }
+    assert abs(pt.facts_from_config(phi2, "phi-2").total - 2.78e9) / 2.78e9 <= 0.01
+    # Qwen1.5-MoE-A2.7B (qwen2_moe, shared expert): published 14.3B total, 2.7B activated.
+    moe = {
+        "model_type": "qwen2_moe",
+        "hidden_size": 2048,
+        "intermediate_size": 5632,
+        "moe_intermediate_size": 1408,
+        "shared_expert_intermediate_size": 5632,
+        "num_experts": 60,
+        "num_experts_per_tok": 4,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 16,
+        "vocab_size": 151936,
+        "tie_word_embeddings": False,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+    }
+    facts = pt.facts_from_config(moe, "qwen1.5-moe")
+    assert abs(facts.total - 14.3e9) / 14.3e9 <= 0.01
+    assert abs(facts.active - 2.7e9) < 0.1e9
+
+
 def test_lora_trainable_formula_for_llama_8b():
     facts = fixture_facts("llama-3.1-8b")
     per_layer = (4096 + 4096) + (4096 + 1024) * 2 + (4096 + 4096) + (4096 + 14336) * 2 + (14336 + 4096)
@@ -292,6 +327,48 @@ def test_grpo_server_plan_on_8_gpus_uses_disjoint_devices(capsys, extra):
     batch = data["batch"]
     assert batch["generation_batch_size"] == 8 * len(trainer)
     assert batch["divisible"] is (batch["generation_batch_size"] % 8 == 0)
+
+
+def test_multi_node_server_split_keeps_equal_processes_per_node(capsys):
+    code, data = run_json(
+        capsys,
+        "--params",
+        "70B",
+        "--method",
+        "lora",
+        "--trainer",
+        "grpo",
+        "--gpus",
+        "8",
+        "--nodes",
+        "2",
+        "--gpu-memory-gib",
+        "80",
+        "--vllm-tp",
+        "2",
+    )
+    assert code == 0
+    split = data["split"]
+    assert split["trainer_cuda_visible_devices"] == ["2,3,4,5,6,7", "2,3,4,5,6,7"]
+    assert split["num_processes"] == 12 and split["idle_gpus"] == 2
+    launches = [c["command"] for c in data["commands"] if c["role"].startswith("trainer")]
+    assert len(launches) == 2
+    assert all("--num_processes 12 --num_machines 2" in c for c in launches)
+    assert "--machine_rank 1" in launches[1]
+    # DeepSpeed's host RAM formula is per node: 6 training processes on each of 2 nodes.
+    zero3 = next(c for c in data["candidates"] if c["strategy"] == "zero3-offload-all")
+    assert zero3["world_size"] == 12
+
+
+def test_grpo_without_vllm_counts_the_generate_kv_cache(capsys):
+    _, with_server = run_json(capsys, "--params", "7B", "--trainer", "grpo", "--gpus", "4", "--gpu-memory-gib", "80")
+    _, no_vllm = run_json(
+        capsys, "--params", "7B", "--trainer", "grpo", "--gpus", "4", "--gpu-memory-gib", "80", "--vllm-mode", "none"
+    )
+    approx = no_vllm["candidates"][0]["terms_gib"]["approx"]
+    # Mistral-7B shape: 2 x 32 layers x 8 KV heads x 128 x 2 bytes x 2048 tokens x 8 sequences
+    assert approx["generate() KV cache"] == pytest.approx(2 * 32 * 8 * 128 * 2 * 2048 * 8 / GB, abs=0.001)
+    assert no_vllm["split"]["num_processes"] == 4 and with_server["split"]["num_processes"] == 3
 
 
 def test_generation_batch_not_divisible_gets_a_steps_per_generation_fix(capsys):
