@@ -311,7 +311,7 @@ def run_command(argv: Sequence[str], timeout: float) -> Dict[str, Any]:
     try:
         process = subprocess.Popen(
             list(argv),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # communicate() closes it; no /dev/null open
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -1899,7 +1899,7 @@ def run_probe(code: str, args: Sequence[str], timeout: float) -> Dict[str, Any]:
     try:
         process = subprocess.Popen(
             argv,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # communicate() closes it; no /dev/null open
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=_probe_env(),

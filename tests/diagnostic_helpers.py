@@ -178,7 +178,7 @@ def add_stack(site: Path, torch_cuda: Optional[str] = None) -> None:
     add_dist(site, "safetensors", "0.8.0")
 
 
-# --- fake GPU tools ----------------------------------------------------------------------------------------------
+# --- fake GPU tools ---------------------------------------------------------------------------------------------------
 
 H100_CSV = (
     "0, GPU-5c1e7c3a-0f5b-6a6e-8a6e-3b1c1d2e4f01, NVIDIA H100 80GB HBM3, 81559, 4, 81004, 550.54.15, 9.0\n"
@@ -257,7 +257,7 @@ def sleep() -> str:
     return shutil.which("sleep") or "/bin/sleep"
 
 
-# --- running the script --------------------------------------------------------------------------------------------
+# --- running the script -----------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -330,7 +330,7 @@ def backend(report: dict, backend_id: str) -> dict:
     return next(b for b in report["backends"] if b["id"] == backend_id)
 
 
-# --- a tiny JSON Schema checker (the subset the schema file uses) ----------------------------------------------------
+# --- a tiny JSON Schema checker (the subset the schema file uses) -----------------------------------------------------
 
 _TYPES = {
     "object": dict,

@@ -26,7 +26,7 @@ from diagnostic_helpers import (
     schema_errors,
 )
 
-# --- the vLLM range scenario: trl 1.16.0 + vllm 0.33.0 --------------------------------------------------------------
+# --- the vLLM range scenario: trl 1.16.0 + vllm 0.33.0 ----------------------------------------------------------------
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_nested_kernels_extra_is_resolved_through_transformers_metadata(tmp_path
     assert hub["next_step"] == 'pip install "trl[kernels]"'
 
 
-# --- "too old" must never read as "not installed" ----------------------------------------------------------------
+# --- "too old" must never read as "not installed" ---------------------------------------------------------------------
 
 
 def test_too_old_liger_is_reported_as_too_old(tmp_path: Path) -> None:
@@ -145,7 +145,7 @@ def test_liger_in_range_is_limited_because_trl_deprecates_it(tmp_path: Path) -> 
     assert any("deprecates use_liger_kernel" in e for e in liger["evidence"])
 
 
-# --- inconsistent installs ------------------------------------------------------------------------------------------
+# --- inconsistent installs --------------------------------------------------------------------------------------------
 
 
 def test_inconsistent_installs_are_flagged(tmp_path: Path) -> None:
@@ -252,7 +252,7 @@ def test_driver_older_than_torch_cuda_is_flagged(tmp_path: Path) -> None:
     assert ">= 580.65.06" in finding["message"] and "550.54.15" in finding["message"]
 
 
-# --- bare interpreter -----------------------------------------------------------------------------------------------
+# --- bare interpreter -------------------------------------------------------------------------------------------------
 
 
 def test_bare_interpreter_reports_nothing_installed(tmp_path: Path) -> None:
@@ -268,7 +268,7 @@ def test_bare_interpreter_reports_nothing_installed(tmp_path: Path) -> None:
     assert all(b["status"] == "unavailable" for b in report["backends"])
 
 
-# --- JSON schema and output hygiene ---------------------------------------------------------------------------------
+# --- JSON schema and output hygiene -----------------------------------------------------------------------------------
 
 
 def test_json_output_matches_the_schema(vllm_too_new: Path, tmp_path: Path) -> None:
@@ -311,7 +311,7 @@ def test_text_is_compact_plain_and_masks_home(vllm_too_new: Path, tmp_path: Path
     assert strip == [line for line in lines if not line.startswith(cob.TOOL)]  # stable ordering
 
 
-# --- CLI contract ---------------------------------------------------------------------------------------------------
+# --- CLI contract -----------------------------------------------------------------------------------------------------
 
 
 def test_help_mentions_every_flag_and_backend_id() -> None:

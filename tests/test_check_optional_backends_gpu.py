@@ -34,7 +34,7 @@ UUIDS = [
 ]
 
 
-# --- CUDA_VISIBLE_DEVICES, as torch 2.13.0 reads it ------------------------------------------------------------------
+# --- CUDA_VISIBLE_DEVICES, as torch 2.13.0 reads it -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -81,7 +81,7 @@ def test_resolve_mig_uuids_through_the_gpu_listing() -> None:
     assert resolved == [] and any("no unique MIG device" in n for n in notes)
 
 
-# --- nvidia-smi output parsing ---------------------------------------------------------------------------------------
+# --- nvidia-smi output parsing ----------------------------------------------------------------------------------------
 
 
 def test_parse_realistic_nvidia_csv() -> None:
@@ -233,7 +233,7 @@ def test_turing_gpu_is_not_flash_attention_eligible(tmp_path: Path) -> None:
     assert "no visible GPU has compute capability >= 8.0" in verdict["evidence"]
 
 
-# --- ROCm ------------------------------------------------------------------------------------------------------------
+# --- ROCm -------------------------------------------------------------------------------------------------------------
 
 
 def test_rocm_smi_gpus(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def write_default_config(home: Path, text: str) -> Path:
     return path
 
 
-# --- where accelerate looks (accelerate-1.15.0 accelerate/commands/config/config_args.py) ----------------------------
+# --- where accelerate looks (accelerate-1.15.0 accelerate/commands/config/config_args.py) -----------------------------
 
 
 @pytest.mark.parametrize(
@@ -46,7 +46,7 @@ def test_accelerate_config_lookup(env: dict, expected: str) -> None:
     assert cob.accelerate_config_path(env) == str(Path(expected).expanduser()) if expected.startswith("~") else expected
 
 
-# --- the fallback YAML reader agrees with PyYAML on what accelerate writes -------------------------------------------
+# --- the fallback YAML reader agrees with PyYAML on what accelerate writes --------------------------------------------
 
 
 @pytest.mark.parametrize("path", ACCELERATE_CONFIGS, ids=lambda p: p.name)
@@ -145,7 +145,7 @@ def test_explicit_config_path_and_json_config(tmp_path: Path) -> None:
     assert any("selects DEEPSPEED" in e for e in backend(report, "fsdp2")["evidence"])
 
 
-# --- environment variables and secrets ----------------------------------------------------------------------------
+# --- environment variables and secrets --------------------------------------------------------------------------------
 
 SECRETS = {
     "HF_TOKEN": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
