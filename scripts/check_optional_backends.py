@@ -643,6 +643,7 @@ def gather_packages(
                     entry["dist"], entry["version"] = name, zipped[name][0]
         entry["installed"] = bool(entry["dist"]) or module["found"]
         if module["namespace"] and not records:
+            entry["installed"] = False
             problems.append(
                 {
                     "code": "namespace_leftover",
@@ -2094,6 +2095,12 @@ def _package_state(
     """Whether a package is missing, broken, too old/new for TRL or a gate, or fine (plus evidence)."""
     entry = ctx.pkg(pid)
     state: Dict[str, Any] = {"ok": False, "blocking": None, "soft": [], "evidence": [], "next": None}
+    leftover = [p for p in entry["problems"] if p["code"] == "namespace_leftover"]
+    if leftover:
+        state["blocking"] = leftover[0]["message"]
+        install = ctx.trl_extra_install(extra, pid) if extra else ctx.install(pid)
+        state["next"] = f"remove the folder {entry['location']}, then {install}"
+        return state
     if not entry["installed"]:
         state["blocking"] = f"{pid} not installed"
         state["next"] = ctx.trl_extra_install(extra, pid) if extra else ctx.install(pid)
@@ -2862,25 +2869,7 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
         + f"; rocm-smi {accel['rocm_smi']['status']}"
         + (f" ({accel['rocm_smi']['detail']})" if accel["rocm_smi"]["status"] not in ("ok", "not_found") else "")
     )
-    for gpu in accel["gpus"]:
-        flags = []
-        if gpu.get("compute_capability"):
-            flags.append(f"cc {gpu['compute_capability']}")
-        if gpu.get("arch"):
-            flags.append(gpu["arch"])
-        flags.append("bf16" if gpu.get("bf16") else "no bf16" if gpu.get("bf16") is False else "bf16 ?")
-        flags.append(
-            "FA2 ok"
-            if gpu.get("flash_attn2_eligible")
-            else "no FA2"
-            if gpu.get("flash_attn2_eligible") is False
-            else "FA2 ?"
-        )
-        lines.append(
-            f"  GPU {gpu['index']} {gpu['name']}: {_fmt_mib(gpu['memory_total_mib'])} total, "
-            f"{_fmt_mib(gpu['memory_free_mib'])} free, {', '.join(flags)}, driver {gpu.get('driver') or '?'}"
-            + ("" if gpu.get("visible") else " [hidden]")
-        )
+    lines.extend(_gpu_lines(accel["gpus"]))
     vis = accel["visible_devices"]
     if vis.get("raw") is not None or accel["gpus"]:
         resolved = vis.get("resolved")
@@ -2941,6 +2930,39 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
             lines.append(f"  {finding['severity']}: {finding['message']}")
     lines.append(report["verdict"])
     return "\n".join(lines) + "\n"
+
+
+def _gpu_flags(gpu: Dict[str, Any]) -> str:
+    flags = []
+    if gpu.get("compute_capability"):
+        flags.append(f"cc {gpu['compute_capability']}")
+    if gpu.get("arch"):
+        flags.append(gpu["arch"])
+    bf16, fa2 = gpu.get("bf16"), gpu.get("flash_attn2_eligible")
+    flags.append("bf16" if bf16 else "no bf16" if bf16 is False else "bf16 ?")
+    flags.append("FA2 ok" if fa2 else "no FA2" if fa2 is False else "FA2 ?")
+    flags.append(f"driver {gpu.get('driver') or '?'}")
+    return ", ".join(flags)
+
+
+def _gpu_lines(gpus: List[Dict[str, Any]]) -> List[str]:
+    """One line per group of identical GPUs (same model, memory, capability, driver), with free memory per GPU."""
+    groups: Dict[Tuple[Any, ...], List[Dict[str, Any]]] = {}
+    for gpu in gpus:
+        key = (gpu["vendor"], gpu["name"], gpu["memory_total_mib"], _gpu_flags(gpu))
+        groups.setdefault(key, []).append(gpu)
+    lines = []
+    for (_, name, total, flags), members in groups.items():
+        indices = ",".join(str(g["index"]) for g in members)
+        free = " ".join(f"{g['index']}:{_fmt_mib(g['memory_free_mib'])}" for g in members)
+        hidden = [str(g["index"]) for g in members if not g.get("visible")]
+        head = f"GPU {indices}" + (f" ({len(members)}x {name})" if len(members) > 1 else f" {name}")
+        each = " each" if len(members) > 1 else ""
+        line = f"  {head}: {_fmt_mib(total)}{each}, {flags}; free {free}"
+        if hidden:
+            line += f"; hidden: {','.join(hidden)}"
+        lines.append(line)
+    return lines
 
 
 def _torch_probe_text(result: Dict[str, Any]) -> str:

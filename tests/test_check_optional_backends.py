@@ -380,3 +380,48 @@ def test_trl_extras_from_another_release_are_read_not_assumed(tmp_path: Path) ->
     assert (row["requirement"], row["status"]) == (">=0.20.0,<=0.30.0", "outside")
     [gate] = compat_rows(report, "vllm", kind="gate")
     assert gate["requirement"] == ">=0.20.0,<=0.30.0"
+
+
+def test_dist_info_without_record_or_top_level_still_reads(tmp_path: Path) -> None:
+    """Scenario C'': some editable installs ship no RECORD; trl env crashes there (packages_distributions)."""
+    site = tmp_path / "site"
+    add_stack(site, torch_cuda="12.8")
+    info = add_fixture_dist(site, "vllm-0.31.0", top_level=False)
+    (info / "RECORD").unlink()
+    report = run_script(["--json"], [site], tmp=tmp_path).json()
+    vllm = report["packages"]["vllm"]
+    assert (vllm["version"], vllm["module_found"], vllm["problems"]) == ("0.31.0", True, [])
+
+
+def test_editable_install_and_git_checkout_commit(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    add_stack(site)
+    checkout = tmp_path / "src" / "trl"
+    shutil.move(str(site / "trl"), str(checkout / "trl"))
+    info = next(site.glob("trl-*.dist-info"))
+    (info / "direct_url.json").write_text(
+        json.dumps({"url": checkout.as_uri(), "dir_info": {"editable": True}}), encoding="utf-8"
+    )
+    git = checkout / ".git"
+    (git / "refs" / "heads").mkdir(parents=True)
+    (git / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
+    (git / "refs" / "heads" / "main").write_text("0123456789abcdef0123456789abcdef01234567\n", encoding="utf-8")
+    report = run_script(["--json"], [site, checkout], tmp=tmp_path).json()
+    trl = report["packages"]["trl"]
+    assert trl["editable"] is True and trl["problems"] == []  # an editable checkout is not "shadowed"
+    assert trl["git_commit"] == "0123456789abcdef0123456789abcdef01234567"
+    text = run_script([], [site, checkout], tmp=tmp_path).stdout
+    assert "trl 1.16.0+0123456 (editable)" in text
+
+
+def test_leftover_directory_without_metadata_is_not_a_package(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    add_stack(site)
+    (site / "vllm" / "model_executor").mkdir(parents=True)  # what an interrupted uninstall can leave behind
+    report = run_script(["--json"], [site], tmp=tmp_path).json()
+    [problem] = report["packages"]["vllm"]["problems"]
+    assert problem["code"] == "namespace_leftover"
+    assert report["packages"]["vllm"]["installed"] is False
+    verdict = backend(report, "vllm-colocate")
+    assert verdict["status"] == "unavailable"
+    assert verdict["next_step"].startswith(f"remove the folder {site / 'vllm'}, then pip install")

@@ -134,7 +134,10 @@ def test_nvidia_smi_gpus_and_visible_subset(tmp_path: Path) -> None:
     assert accel["summary"]["memory_free_mib"] == 2 * 81004
     text = run_script([], [site], tmp=tmp_path, env=_env(tmp_path, CUDA_VISIBLE_DEVICES="0,2")).stdout
     assert "CUDA_VISIBLE_DEVICES='0,2' -> visible GPUs: 0, 2" in text
-    assert "GPU 1 NVIDIA H100 80GB HBM3" in text and "[hidden]" in text
+    assert (
+        "GPU 0,1,2,3 (4x NVIDIA H100 80GB HBM3): 80 GiB each, cc 9.0, bf16, FA2 ok, driver 550.54.15; "
+        "free 0:79 GiB 1:11 GiB 2:79 GiB 3:79 GiB; hidden: 1,3"
+    ) in text
 
 
 def test_gap_in_visible_devices_is_a_finding(tmp_path: Path) -> None:
