@@ -3033,16 +3033,18 @@ def verdict_line(backends: List[Dict[str, Any]], required: Sequence[str], probed
 # Command line
 # --------------------------------------------------------------------------------------------------------------
 
-EPILOG = (
-    """\
+_PACKAGE_LINES = "\n".join(["  " + ", ".join(STACK_IDS[:10]) + ",", "  " + ", ".join(STACK_IDS[10:])])
+_BACKEND_LINES = "\n".join(f"  {bid:<16}{BACKEND_HELP[bid]}" for bid in BACKEND_IDS)
+EPILOG = f"""\
 backend ids (for --require):
-"""
-    + "\n".join(f"  {bid:<16}{BACKEND_HELP[bid]}" for bid in BACKEND_IDS)
-    + f"""
+{_BACKEND_LINES}
 
 verdicts: ready (every static check passes; add --probe-imports for import evidence), limited (usable with a
-caveat shown as evidence), unavailable (missing, too old/new, broken, or no suitable GPU); each comes with
-the smallest next step, printed for you to run, never run by this script.
+caveat shown as evidence), unavailable (missing, too old/new, broken, or no suitable GPU). Each verdict that
+is not ready names the smallest next step: a command for you to consider; this script never runs it.
+
+package ids (for --probe-imports; module names work too):
+{_PACKAGE_LINES}
 
 what a default run does: reads package metadata (*.dist-info on sys.path) and a few installed source files as
 text (torch/version.py with ast, TRL/transformers/accelerate version gates), asks nvidia-smi and rocm-smi
@@ -3054,12 +3056,14 @@ and creates no CUDA context.
 probes (opt-in, each in its own subprocess with HF_HUB_OFFLINE=1, HF_HUB_DISABLE_UPDATE_CHECK=1,
 TRANSFORMERS_OFFLINE=1 and a timeout, {PROBE_WORKERS} at a time): --probe-imports imports the stack packages
 (a crash, hang or ImportError is reported, not raised); --probe-torch imports torch and reads torch.cuda device
-properties and NCCL availability without allocating memory. Importing a backend can be slow (seconds each).
+properties and NCCL availability without allocating GPU memory. Importing a backend can take seconds.
+
+output: compact text ending in a one-line verdict (home shown as ~ unless --verbose), or --json
+(schema: scripts/check_optional_backends.schema.json).
 
 exit codes: 0 report produced; 1 a --require backend is not ready; 2 usage error (unknown flag or backend id,
 missing --accelerate-config file).
 """
-)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -3084,7 +3088,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--probe-torch",
         action="store_true",
-        help="import torch in a subprocess; read torch.cuda device properties and NCCL availability (no allocation)",
+        help="import torch in a subprocess; read torch.cuda device properties and NCCL availability "
+        "(allocates no GPU memory)",
     )
     parser.add_argument(
         "--probe-imports",
