@@ -381,7 +381,9 @@ class DistRecord:
             candidates = [os.path.join(self.path, name)]
         try:
             with open(candidates[0], "rb") as handle:
-                raw = handle.read(2_000_000)
+                raw = handle.read(4_000_000)
+            if len(raw) == 4_000_000:  # a huge description: keep whole lines so the cut is not a decode error
+                raw = raw[: raw.rfind(b"\n") + 1]
         except OSError as error:
             self.problems.append(
                 {
@@ -460,7 +462,7 @@ def scan_distributions(path_entries: Sequence[str]) -> Dict[str, List[DistRecord
             continue
         seen_dirs.add(real)
         try:
-            names = os.listdir(site)
+            names = sorted(os.listdir(site))  # sorted: stable output when one folder holds two versions
         except OSError:
             continue
         for folder in names:
@@ -629,8 +631,8 @@ def gather_packages(
                 problems.append(
                     {
                         "code": "multiple_distributions",
-                        "message": f"{len(records)} distributions provide {module_name}: {listing}; "
-                        f"importlib.metadata reports the first",
+                        "message": f"{len(records)} distributions provide {module_name}: {listing}; the "
+                        "first is reported here, and which one importlib.metadata returns depends on path order",
                     }
                 )
                 entry["other_distributions"] = [
@@ -813,6 +815,11 @@ def bnb_native_libraries(packages: Dict[str, Dict[str, Any]]) -> List[str]:
 # --------------------------------------------------------------------------------------------------------------
 
 
+def _unversioned(packages: Dict[str, Dict[str, Any]], dist_key: str) -> bool:
+    pid = DIST_TO_ID.get(dist_key)
+    return bool(pid and packages[pid]["installed"] and not packages[pid]["version"])
+
+
 def _installed_version(packages: Dict[str, Dict[str, Any]], dist_key: str) -> Optional[str]:
     pid = DIST_TO_ID.get(dist_key)
     return packages[pid]["version"] if pid and packages[pid]["dist"] else None
@@ -828,13 +835,17 @@ def _compat_row(
     extra: Optional[str] = None,
     status: Optional[str] = None,
     note: str = "",
+    unversioned: bool = False,
 ) -> Dict[str, Any]:
+    """One compatibility row; ``unversioned`` marks a subject that is importable but has no metadata."""
     if status is None:
         if installed is None:
             status = "missing"
         else:
             verdict = versions.specifier_contains(specifier, installed)
             status = "unknown" if verdict is None else ("ok" if verdict else "outside")
+    if installed is None and unversioned:
+        status, note = "unknown", note or "importable, but there is no metadata to read its version from"
     return {
         "subject": subject,
         "requirement": display_specifier(specifier),
@@ -897,6 +908,7 @@ def compatibility(
                     _installed_version(packages, req.key),
                     f"{record.folder}/METADATA Requires-Dist",
                     "dependency",
+                    unversioned=_unversioned(packages, req.key),
                 )
             )
     rows.extend(code_gates(packages))
@@ -927,6 +939,7 @@ def _expand_extra(
                 f"{record.folder}/METADATA Requires-Dist",
                 "extra",
                 extra=trl_extra,
+                unversioned=_unversioned(packages, req.key),
             )
         )
         if not req.extras or depth > 2:
@@ -1083,6 +1096,7 @@ def code_gates(packages: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
             "gate",
             status=status,
             note=gate["purpose"],
+            unversioned=_unversioned(packages, gate["subject"]),
         )
         if " or " in spec:
             row["requirement"] = spec
@@ -2539,27 +2553,19 @@ def _vllm_common(ctx: Context, backend: str) -> Tuple[Optional[Dict[str, Any]], 
     gate = ctx.gate("vllm", "trl")
     if gate and gate["status"] == "outside" and not any("outside trl's supported range" in s for s in soft):
         soft.append(f"vllm {gate['installed']} is outside trl's runtime range {gate['requirement']}")
-    for row in _pin_problems(ctx, "vllm"):
-        if row["subject"] == "torch":
-            return (
-                _verdict(
-                    backend,
-                    "unavailable",
-                    [
-                        *evidence,
-                        *soft,
-                        f"vllm {ctx.pkg('vllm')['version']} is built for torch {row['requirement']}, installed "
-                        f"{row['installed'] or 'none'}",
-                    ],
-                    state["next"] or ctx.install(f"torch{row['requirement']}"),
-                ),
-                [],
-                [],
-                None,
-            )
-        soft.append(_pin_text("vllm", row))
+    pins = _pin_problems(ctx, "vllm")
+    others = [_pin_text("vllm", row) for row in pins if row["subject"] != "torch"]
+    torch_pin = next((row for row in pins if row["subject"] == "torch"), None)
+    if torch_pin is not None:  # vLLM's compiled ops are built against one exact torch
+        reason = (
+            f"vllm {ctx.pkg('vllm')['version']} is built for torch {torch_pin['requirement']}, installed "
+            f"{torch_pin['installed'] or 'none'}"
+        )
+        step = state["next"] or ctx.install(f"torch{torch_pin['requirement']}")
+        return _verdict(backend, "unavailable", [reason, *soft, *others], step), [], [], None
+    for row in pins:
         state["next"] = state["next"] or ctx.install(f"{row['subject']}{row['requirement']}")
-    return None, evidence, soft, state["next"]
+    return None, evidence, soft + others, state["next"]
 
 
 def rule_vllm_colocate(ctx: Context) -> Dict[str, Any]:
@@ -2854,7 +2860,8 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
         summary = ", ".join(f"{counts[s]} {s}" for s in ("outside", "missing", "unknown", "ok") if counts.get(s))
         lines.append(f"compatibility (from installed metadata and code gates): {summary}")
         shown = set()
-        for row in rows:
+        kind_order = {"extra": 0, "dependency": 1, "gate": 2}
+        for row in sorted(rows, key=lambda r: kind_order.get(r["kind"], 9)):  # stable: keeps the status order
             if not verbose and row["status"] in ("ok", "missing"):
                 continue
             key = (row["subject"], row["requirement"], row["required_by"].split(" ")[0], row["status"])
@@ -2898,12 +2905,16 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
     text = f"accelerate config: {config['path']}: {config['status'].replace('_', ' ')}"
     if config.get("parser"):
         text += f" (parser: {config['parser']})"
-    if config["settings"]:
-        text += ": " + ", ".join(f"{k}={v}" for k, v in config["settings"].items())
+    settings = config["settings"]
+    if not verbose:
+        settings = {k: v for k, v in settings.items() if k in TEXT_CONFIG_KEYS or (k == "use_cpu" and v)}
     lines.append(text)
+    items = [f"{k}={v}" for k, v in settings.items()]
+    if items:
+        lines.extend(_wrap_joined("  ", items, indent="  "))
     env = launch["env"]
     if env:
-        lines.extend(_wrap([f"{k}={v}" for k, v in env.items()], "  env: ", "       "))
+        lines.extend(_wrap([f"{k}={v}" for k, v in env.items()], "env: ", "     "))
     probes = report.get("probes")
     if probes:
         torch_probe = probes.get("torch")
@@ -2918,18 +2929,46 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
         if ok:
             lines.extend(_wrap(["probe import ok: " + ", ".join(ok)], ""))
     lines.append("backends:")
+    seen: Dict[Tuple[str, str, Optional[str]], str] = {}
     for verdict in report["backends"]:
         evidence = "; ".join(verdict["evidence"])
+        key = (verdict["status"], evidence, verdict["next_step"])
+        if key in seen and verdict["evidence"] and not verbose:
+            lines.append(f"  {verdict['id']:<16}{verdict['status']:<12}(same evidence and next step as {seen[key]})")
+            continue
+        seen[key] = verdict["id"]
         lines.append(f"  {verdict['id']:<16}{verdict['status']:<12}{evidence}")
         if verdict["next_step"] and verdict["status"] != "ready":
             lines.append(f"  {'':<28}next: {verdict['next_step']}")
-    findings = [f for f in report["findings"] if verbose or f["severity"] != "info"]
+    # pin_outside repeats a compatibility line printed above
+    findings = [f for f in report["findings"] if verbose or (f["severity"] != "info" and f["code"] != "pin_outside")]
     if findings:
         lines.append("findings:")
         for finding in findings:
             lines.append(f"  {finding['severity']}: {finding['message']}")
     lines.append(report["verdict"])
     return "\n".join(lines) + "\n"
+
+
+TEXT_CONFIG_KEYS = (
+    "distributed_type",
+    "mixed_precision",
+    "num_processes",
+    "num_machines",
+    "machine_rank",
+    "gpu_ids",
+    "main_process_ip",
+    "main_process_port",
+    "fsdp_version",
+    "fsdp_offload_params",
+    "fsdp_reshard_after_forward",
+    "fsdp_sharding_strategy",
+    "deepspeed.zero_stage",
+    "deepspeed.offload_optimizer_device",
+    "deepspeed.offload_param_device",
+    "deepspeed.deepspeed_config_file",
+    "dynamo_backend",
+)
 
 
 def _gpu_flags(gpu: Dict[str, Any]) -> str:
@@ -2954,7 +2993,11 @@ def _gpu_lines(gpus: List[Dict[str, Any]]) -> List[str]:
     lines = []
     for (_, name, total, flags), members in groups.items():
         indices = ",".join(str(g["index"]) for g in members)
-        free = " ".join(f"{g['index']}:{_fmt_mib(g['memory_free_mib'])}" for g in members)
+        free_values = {_fmt_mib(g["memory_free_mib"]) for g in members}
+        if len(free_values) == 1 and len(members) > 1:
+            free = f"{free_values.pop()} each"
+        else:
+            free = " ".join(f"{g['index']}:{_fmt_mib(g['memory_free_mib'])}" for g in members)
         hidden = [str(g["index"]) for g in members if not g.get("visible")]
         head = f"GPU {indices}" + (f" ({len(members)}x {name})" if len(members) > 1 else f" {name}")
         each = " each" if len(members) > 1 else ""
@@ -2994,6 +3037,19 @@ def _compat_text(row: Dict[str, Any]) -> str:
     if row["status"] == "unknown":
         return f"? {subject} vs {row['requirement']}: undecidable [{row['required_by']}]"
     return f"ok {subject} {row['requirement'] or '(any)'} [{row['required_by']}]"
+
+
+def _wrap_joined(head: str, items: List[str], indent: str = "    ", width: int = 118) -> List[str]:
+    """``head`` followed by ``items`` joined with ", ", continued on indented lines at ``width``."""
+    lines, current = [], head
+    for position, item in enumerate(items):
+        piece = item + ("," if position < len(items) - 1 else "")
+        if len(current) + len(piece) + 1 > width and current not in (head, indent):
+            lines.append(current.rstrip())
+            current = indent
+        current += ("" if current in (head, indent) else " ") + piece
+    lines.append(current.rstrip())
+    return lines
 
 
 def _wrap(cells: List[str], first_prefix: str, next_prefix: Optional[str] = None, width: int = 118) -> List[str]:

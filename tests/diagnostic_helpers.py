@@ -311,7 +311,8 @@ def run_script(
     run_env = dict(env) if env is not None else base_env(tmp / "home", tmp / "bin")
     if paths:
         run_env["PYTHONPATH"] = os.pathsep.join(paths)
-    command = [python or sys.executable, *extra_flags, str(SCRIPT), *args]
+    # DIAGNOSTIC_TEST_PYTHON runs every scenario under another interpreter (e.g. a Python 3.9 check by hand).
+    command = [python or os.environ.get("DIAGNOSTIC_TEST_PYTHON") or sys.executable, *extra_flags, str(SCRIPT), *args]
     start = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, env=run_env, timeout=timeout, check=False)
     return Run(done.returncode, done.stdout, done.stderr, time.monotonic() - start)
