@@ -2070,7 +2070,11 @@ class Context:
         if kind == "cpu":
             if visible:
                 return None, [], f"torch is a CPU-only build although {len(visible)} GPU(s) are visible"
+            if sys.platform == "darwin":
+                return None, [], "macOS: no CUDA or ROCm GPU (MPS only); these backends need CUDA or ROCm"
             return None, [], "no GPU found; torch is a CPU-only build"
+        if kind == "xpu":
+            return None, [], f"torch is an XPU build ({self.build['xpu']}); these verdicts assume CUDA or ROCm GPUs"
         return None, [], f"torch build unknown ({self.build['source']})"
 
     def _visible_raw(self) -> str:
@@ -3237,6 +3241,10 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
     ctx = Context(report, chosen)
     report["backends"] = judge_backends(ctx)
     report["findings"] = environment_findings(report) + findings + probe_findings(probes)
+    if packages["torch"]["installed"] and not packages["trl"]["installed"]:
+        report["findings"].append(
+            new_finding("warning", "trl_missing", "trl is not installed here; the verdicts judge the backends alone")
+        )
     if not any(packages[pid]["installed"] for pid in STACK_IDS):
         report["findings"].insert(
             0,

@@ -163,6 +163,8 @@ def test_inconsistent_installs_are_flagged(tmp_path: Path) -> None:
     assert codes["deepspeed"] == ["metadata_without_module"]
     assert codes["bitsandbytes"] == ["module_without_metadata"]
     assert packages["bitsandbytes"]["installed"] is True and packages["bitsandbytes"]["version"] is None
+    [bnb_row] = compat_rows(report, "bitsandbytes", kind="extra", extra="quantization")
+    assert bnb_row["status"] == "unknown"  # importable without metadata: not "missing"
     assert codes["vllm"] == ["multiple_distributions"]
     assert packages["vllm"]["version"] == "0.31.0"  # first on sys.path, like importlib.metadata
     assert packages["vllm"]["other_distributions"][0]["version"] == "0.25.0"
