@@ -2137,33 +2137,34 @@ def _package_state(
     state["evidence"].append(ctx.label(pid) if entry["version"] else f"{pid} importable without metadata")
     subject = entry["dist"] or DIST_TO_ID.get(pid, pid)
     if extra:
-        for row in ctx.rows_for(subject, kind="extra", extra=extra):
-            if row["required_by"].startswith("trl ") and row["status"] == "outside":
+        for row in ctx.rows_for(subject, kind="extra", extra=extra):  # trl's own line, or a nested extra's
+            if row["status"] == "outside":
+                owner = "trl" if row["required_by"].startswith("trl ") else row["required_by"]
                 state["soft"].append(
-                    f"{pid} {row['installed']} is outside trl's supported range {row['requirement']} "
+                    f"{pid} {row['installed']} is outside {owner}'s supported range {row['requirement']} "
                     f"({row['required_by']})"
                 )
                 state["next"] = ctx.trl_extra_install(extra, f"{subject}{row['requirement']}")
+    extra_outside = bool(state["next"])
     for owner, severity in gates:
         row = ctx.gate(subject, owner)
         if row and row["status"] == "outside":
-            text = (
-                f"{pid} {row['installed']} is outside {row['required_by']}'s requirement {row['requirement']}: "
-                f"{row['note']}"
-            )
+            owner_label = row["required_by"].replace(" (code)", "")
+            text = f"{pid} {row['installed']} is outside {owner_label}'s gate {row['requirement']} ({row['note']})"
             if severity == "hard":
                 state["blocking"] = text
-                state["next"] = (
-                    ctx.trl_extra_install(extra, f"{subject}{row['requirement']}")
-                    if extra
-                    else ctx.install(f"{subject}{row['requirement']}")
-                )
+                # trl[extra] fixes it only when the extra's own range is violated too; else name the gate's range.
+                if extra and extra_outside:
+                    state["next"] = ctx.trl_extra_install(extra, f"{subject}{row['requirement']}")
+                elif " or " not in row["requirement"]:
+                    state["next"] = ctx.install(f"{subject}{row['requirement']}")
                 return state
             state["soft"].append(text)
     imported, text = ctx.import_state(pid)
     if imported is False:
         state["blocking"] = text
-        state["next"] = f"fix the import error above (reinstall {entry['dist'] or pid} for this torch)"
+        spec = f"{entry['dist'] or pid}=={entry['version']}" if entry["version"] else (entry["dist"] or pid)
+        state["next"] = f"read the import error; a reinstall often fixes it: {ctx.install('--force-reinstall', spec)}"
         return state
     state["evidence"].append(text)
     state["ok"] = True

@@ -427,3 +427,15 @@ def test_leftover_directory_without_metadata_is_not_a_package(tmp_path: Path) ->
     verdict = backend(report, "vllm-colocate")
     assert verdict["status"] == "unavailable"
     assert verdict["next_step"].startswith(f"remove the folder {site / 'vllm'}, then pip install")
+
+
+def test_next_step_names_the_gate_range_when_trl_extra_would_not_upgrade(tmp_path: Path) -> None:
+    """bitsandbytes 0.45.5 satisfies trl[quantization] (>=0.45.1) but not transformers' gate (>=0.46.1)."""
+    site = tmp_path / "site"
+    add_stack(site, torch_cuda="12.8")
+    add_dist(site, "bitsandbytes", "0.45.5")
+    fake_nvidia_smi(tmp_path / "bin")
+    qlora = backend(run_script(["--json"], [site], tmp=tmp_path).json(), "qlora")
+    assert qlora["status"] == "unavailable"
+    assert any("bitsandbytes 0.45.5 is outside transformers 5.24.0's gate >=0.46.1" in e for e in qlora["evidence"])
+    assert qlora["next_step"] == 'pip install "bitsandbytes>=0.46.1"'
