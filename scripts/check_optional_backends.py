@@ -3318,11 +3318,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if home in ("", "/", "~"):
         home = None
     report = sanitize(report, home, secrets)
-    if args.json:
-        sys.stdout.write(json.dumps(report, indent=2, sort_keys=False, default=str) + "\n")
-    else:
-        sys.stdout.write(render_text(report, verbose=args.verbose))
-    sys.stdout.flush()
+    output = json.dumps(report, indent=2, default=str) + "\n" if args.json else render_text(report, args.verbose)
+    try:
+        sys.stdout.write(output)
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. piped into `head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     failing = [b for b in report["backends"] if b["id"] in required and b["status"] != "ready"]
     return 1 if failing else 0
 
