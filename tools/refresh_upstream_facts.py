@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+"""Regenerate ``tests/facts/upstream_facts.json`` from the pinned upstream releases.
+
+    python3 tools/refresh_upstream_facts.py                      # download what is missing, extract, write
+    python3 tools/refresh_upstream_facts.py --wheel-dir DIR      # use (and fill) another archive cache
+    python3 tools/refresh_upstream_facts.py --check              # exit 1 if the committed file is stale
+    python3 tools/refresh_upstream_facts.py --diff vllm 0.31.0 0.33.0   # what changed between two pinned releases
+
+Each pinned release is fetched with ``pip download --no-deps`` (wheels for Linux x86-64; DeepSpeed ships only an
+sdist) into a cache folder, its sha256 is checked against the one the committed facts file recorded for that same
+version, and its Python sources are read as text and AST straight from the archive: nothing is imported, so torch is
+never needed. The output is deterministic: sorted keys, no timestamps, so a rerun writes the same bytes.
+
+Needs Python 3.11+ (the upstream sources use 3.10+ syntax) and PyYAML. To move to a new release, edit ``PINS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+TOOLS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = TOOLS_DIR.parent
+if str(TOOLS_DIR) not in sys.path:
+    sys.path.insert(0, str(TOOLS_DIR))
+
+from facts import extract_accelerate, extract_hub, extract_misc, extract_trl, extract_vllm  # noqa: E402
+from facts.archive import SourceArchive, sha256_of  # noqa: E402
+from facts.delta import make_delta  # noqa: E402
+from facts.link import link_trl_cli  # noqa: E402
+
+SCHEMA_VERSION = 1
+DEFAULT_OUTPUT = REPO_ROOT / "tests" / "facts" / "upstream_facts.json"
+DEFAULT_WHEEL_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "scaling-and-backends" / "wheels"
+REFRESH_COMMAND = "python3 tools/refresh_upstream_facts.py"
+# Wheels are fetched for this platform whatever the maintainer's machine is (vLLM publishes Linux wheels only).
+PIP_PLATFORM_ARGS = [
+    "--only-binary=:all:",
+    "--platform",
+    "manylinux_2_28_x86_64",
+    "--platform",
+    "manylinux_2_24_x86_64",
+    "--platform",
+    "manylinux2014_x86_64",
+    "--python-version",
+    "3.12",
+    "--implementation",
+    "cp",
+]
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One pinned release. The first pin of a package is its primary version (the one the skill text is written
+    for); later pins of the same package are stored as deltas against it."""
+
+    package: str  # distribution name as pip spells it
+    version: str
+    extractor: Callable[[SourceArchive], Dict[str, object]]
+    sdist: bool = False
+
+    @property
+    def file_prefix(self) -> str:
+        return self.package.replace("-", "_").lower() + "-" + self.version
+
+
+PINS: List[Pin] = [
+    Pin("trl", "1.16.0", extract_trl.extract),
+    Pin("vllm", "0.31.0", extract_vllm.extract),
+    Pin("vllm", "0.27.1", extract_vllm.extract),  # the HF Jobs seed recipe's pin
+    Pin("vllm", "0.33.0", extract_vllm.extract),  # newer than TRL 1.16 accepts
+    Pin("accelerate", "1.15.0", extract_accelerate.extract),
+    Pin("peft", "0.21.2", extract_misc.extract_peft),
+    Pin("transformers", "5.24.0", extract_misc.extract_transformers),
+    Pin("deepspeed", "0.19.8", extract_misc.extract_deepspeed, sdist=True),
+    Pin("bitsandbytes", "0.50.2", extract_misc.extract_small("bitsandbytes")),
+    Pin("liger-kernel", "0.8.5", extract_misc.extract_small("liger_kernel")),
+    Pin("kernels", "0.17.2", extract_misc.extract_small("kernels")),
+    Pin("huggingface_hub", "2.4.0", extract_hub.extract),
+]
+
+
+class RefreshError(Exception):
+    """A problem the maintainer must fix (network, hash mismatch, upstream layout change)."""
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Archives
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def find_archive(wheel_dir: Path, pin: Pin) -> Optional[Path]:
+    """The cached wheel (or sdist) of ``pin`` in ``wheel_dir``, if present."""
+    if not wheel_dir.is_dir():
+        return None
+    separator, suffix = (".", ".tar.gz") if pin.sdist else ("-", ".whl")
+    matches = [
+        p
+        for p in wheel_dir.iterdir()
+        if p.name.lower().startswith(pin.file_prefix + separator) and p.name.endswith(suffix)
+    ]
+    # Several platform wheels of one release: prefer a pure or Linux x86-64 one, then the name order.
+    matches.sort(key=lambda p: (not p.name.endswith(("-any.whl", "x86_64.whl", ".tar.gz")), p.name))
+    return matches[0] if matches else None
+
+
+def download(wheel_dir: Path, pin: Pin, expected_sha256: Optional[str]) -> Path:
+    """``pip download --no-deps`` one pinned release into ``wheel_dir`` (hash-checked by pip when known)."""
+    wheel_dir.mkdir(parents=True, exist_ok=True)
+    requirement = f"{pin.package}=={pin.version}"
+    with tempfile.TemporaryDirectory() as tmp:
+        req_file = Path(tmp) / "requirement.txt"
+        line = requirement + (f" --hash=sha256:{expected_sha256}" if expected_sha256 else "")
+        req_file.write_text(line + "\n", encoding="utf-8")
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--disable-pip-version-check",
+            "-q",
+            "-d",
+            str(wheel_dir),
+            "-r",
+            str(req_file),
+        ]
+        command += ["--no-binary=:all:"] if pin.sdist else PIP_PLATFORM_ARGS
+        if expected_sha256:
+            command.append("--require-hashes")
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RefreshError(f"pip download {requirement} failed:\n{result.stderr.strip()}")
+    path = find_archive(wheel_dir, pin)
+    if path is None:
+        raise RefreshError(f"pip download {requirement} finished but no archive appeared in {wheel_dir}")
+    return path
+
+
+def obtain(wheel_dir: Path, pin: Pin, expected_sha256: Optional[str], offline: bool) -> Path:
+    path = find_archive(wheel_dir, pin)
+    if path is None:
+        if offline:
+            raise RefreshError(f"{pin.package}=={pin.version} is not in {wheel_dir} and --offline was given")
+        path = download(wheel_dir, pin, expected_sha256)
+    actual = sha256_of(path)
+    if expected_sha256 and actual != expected_sha256:
+        raise RefreshError(
+            f"{path.name}: sha256 {actual} differs from {expected_sha256} recorded in the facts file; delete the "
+            "cached file to download it again, or pass --accept-new-hashes if the release was really re-uploaded"
+        )
+    return path
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Facts
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def previous_hashes(output: Path) -> Dict[str, Dict[str, str]]:
+    """``{package: {version: sha256}}`` from an existing facts file (empty when there is none)."""
+    if not output.is_file():
+        return {}
+    try:
+        data = json.loads(output.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    out: Dict[str, Dict[str, str]] = {}
+    for package, entry in data.get("packages", {}).items():
+        for version, facts in entry.get("versions", {}).items():
+            if isinstance(facts, dict) and isinstance(facts.get("sha256"), str):
+                out.setdefault(package, {})[version] = facts["sha256"]
+    return out
+
+
+def extract_all(archives: Dict[Pin, Path], log: Callable[[str], None]) -> Dict[str, Dict[str, object]]:
+    """``{package: {version: facts}}`` for every pin, before linking and delta encoding."""
+    raw: Dict[str, Dict[str, object]] = {}
+    for pin in PINS:
+        path = archives[pin]
+        log(f"extracting {path.name}")
+        with SourceArchive(path) as archive:
+            facts = pin.extractor(archive)
+        facts["file"] = path.name
+        facts["sha256"] = sha256_of(path)
+        raw.setdefault(pin.package, {})[pin.version] = facts
+    return raw
+
+
+def build_document(raw: Dict[str, Dict[str, object]]) -> Dict[str, object]:
+    """Link cross-package facts, then store every non-primary version as a delta against its primary."""
+    link_trl_cli(raw)
+    packages: Dict[str, object] = {}
+    for package in sorted(raw):
+        versions = raw[package]
+        primary = next(p.version for p in PINS if p.package == package)
+        stored: Dict[str, object] = {primary: versions[primary]}
+        for version, facts in versions.items():
+            if version == primary:
+                continue
+            base = dict(versions[primary])  # type: ignore[arg-type]
+            stored[version] = {
+                "file": facts["file"],  # type: ignore[index]
+                "sha256": facts["sha256"],  # type: ignore[index]
+                "delta_from": primary,
+                "delta": make_delta(
+                    {k: v for k, v in base.items() if k not in ("file", "sha256")},
+                    {k: v for k, v in facts.items() if k not in ("file", "sha256")},  # type: ignore[union-attr]
+                ),
+            }
+        packages[package] = {"primary": primary, "versions": stored}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "generated_by": REFRESH_COMMAND,
+        "generator_python": f"{sys.version_info.major}.{sys.version_info.minor}",
+        "packages": packages,
+    }
+
+
+def render(document: Dict[str, object]) -> str:
+    # One item per line without indentation: line-based diffs stay readable and the file stays small.
+    return json.dumps(document, indent=0, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def refresh(
+    wheel_dir: Path,
+    output: Path,
+    offline: bool = False,
+    accept_new_hashes: bool = False,
+    log: Callable[[str], None] = lambda message: None,
+) -> str:
+    """Obtain every pinned archive, extract and render the facts file text."""
+    known = {} if accept_new_hashes else previous_hashes(output)
+    archives: Dict[Pin, Path] = {}
+    for pin in PINS:
+        archives[pin] = obtain(wheel_dir, pin, known.get(pin.package, {}).get(pin.version), offline)
+    return render(build_document(extract_all(archives, log)))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Diff between two stored versions
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def version_diff(facts_path: Path, package: str, old: str, new: str) -> str:
+    """Human-readable differences in flags, routes, env vars and config fields between two stored versions."""
+    if str(TOOLS_DIR) not in sys.path:
+        sys.path.insert(0, str(TOOLS_DIR))
+    from skill_claims import Facts  # the checker's loader applies the deltas
+
+    facts = Facts.load(facts_path)
+    a = facts.version_facts(package, old)
+    b = facts.version_facts(package, new)
+    lines: List[str] = [f"{package} {old} -> {new}"]
+
+    def report(title: str, before: Sequence[str], after: Sequence[str]) -> None:
+        added = sorted(set(after) - set(before))
+        removed = sorted(set(before) - set(after))
+        lines.append(f"{title}: +{len(added)} -{len(removed)}")
+        lines.extend(f"  + {item}" for item in added)
+        lines.extend(f"  - {item}" for item in removed)
+
+    for cli in sorted(set(a.get("clis", {})) | set(b.get("clis", {}))):
+        report(
+            f"{cli} flags",
+            list(a.get("clis", {}).get(cli, {}).get("flags", {})),
+            list(b.get("clis", {}).get(cli, {}).get("flags", {})),
+        )
+    report("routes", list(a.get("routes", {})), list(b.get("routes", {})))
+    gate_lines = []
+    for route in sorted(set(a.get("routes", {})) & set(b.get("routes", {}))):
+        if a["routes"][route] != b["routes"][route]:
+            gate_lines.append(f"  ~ {route}: {json.dumps(b['routes'][route], sort_keys=True)}")
+    lines.append(f"routes whose gates or modules changed: {len(gate_lines)}")
+    lines.extend(gate_lines)
+    report("env vars", list(a.get("env_vars", {})), list(b.get("env_vars", {})))
+    fields_a = [f"{c.rsplit('.', 1)[-1]}.{f}" for c, r in a.get("classes", {}).items() for f in r.get("fields", {})]
+    fields_b = [f"{c.rsplit('.', 1)[-1]}.{f}" for c, r in b.get("classes", {}).items() for f in r.get("fields", {})]
+    report("config fields", fields_a, fields_b)
+    report("requires_dist", a.get("requires_dist", []), b.get("requires_dist", []))
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].strip())
+    parser.add_argument(
+        "--wheel-dir", type=Path, default=DEFAULT_WHEEL_DIR, help=f"archive cache folder (default: {DEFAULT_WHEEL_DIR})"
+    )
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="facts file to write")
+    parser.add_argument("--offline", action="store_true", help="never download; every archive must be cached")
+    parser.add_argument(
+        "--check", action="store_true", help="do not write; exit 1 if the regenerated text differs from --output"
+    )
+    parser.add_argument(
+        "--accept-new-hashes",
+        action="store_true",
+        help="do not compare archive hashes with the ones the current facts file records",
+    )
+    parser.add_argument(
+        "--diff",
+        nargs=3,
+        metavar=("PACKAGE", "OLD", "NEW"),
+        help="print what changed between two versions stored in --output, then exit",
+    )
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.diff:
+        try:
+            sys.stdout.write(version_diff(args.output, *args.diff))
+        except (KeyError, OSError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    if sys.version_info < (3, 11):
+        print("error: run the refresh with Python 3.11 or newer (upstream sources use 3.10+ syntax)", file=sys.stderr)
+        return 2
+    try:
+        text = refresh(
+            args.wheel_dir,
+            args.output,
+            args.offline,
+            args.accept_new_hashes,
+            log=lambda message: print(message, file=sys.stderr),
+        )
+    except (RefreshError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.check:
+        current = args.output.read_text(encoding="utf-8") if args.output.is_file() else ""
+        if current != text:
+            print(f"{args.output} is stale: run {REFRESH_COMMAND}", file=sys.stderr)
+            return 1
+        print(f"{args.output} is up to date", file=sys.stderr)
+        return 0
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text, encoding="utf-8")
+    print(f"wrote {args.output} ({len(text.encode('utf-8'))} bytes)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
