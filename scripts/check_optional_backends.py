@@ -112,8 +112,9 @@ BACKEND_HELP = {
 # TRL extras that map to backends, in report order.
 TRL_BACKEND_EXTRAS = ("vllm", "peft", "deepspeed", "quantization", "liger", "kernels")
 
-# Minimum Linux driver for each CUDA major (NVIDIA CUDA compatibility tables, minor-version compatibility).
-CUDA_MIN_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
+# Minimum Linux driver for each CUDA major: NVIDIA "CUDA Compatibility", minor version compatibility table
+# (11.x >= 450.80.02, 12.x >= 525.60.13, 13.x >= 580).
+CUDA_MIN_DRIVER = {11: "450.80.02", 12: "525.60.13", 13: "580"}
 # AMD architectures with bf16 and with flash-attn's ROCm (CK) backend.
 AMD_BF16_ARCHS = ("gfx908", "gfx90a", "gfx94", "gfx95", "gfx11", "gfx12")
 AMD_FA2_ARCHS = ("gfx90a", "gfx942", "gfx950")
@@ -2712,7 +2713,7 @@ def environment_findings(report: Dict[str, Any]) -> List[Dict[str, str]]:
                     "error",
                     "driver_too_old",
                     f"torch is built with CUDA {build['cuda']}, which needs NVIDIA driver >= {needed}; "
-                    f"installed {driver}",
+                    f"installed {driver} (unless the CUDA forward-compatibility package is set up)",
                 )
             )
     for tool in ("nvidia_smi", "rocm_smi"):
