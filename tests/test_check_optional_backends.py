@@ -439,3 +439,22 @@ def test_next_step_names_the_gate_range_when_trl_extra_would_not_upgrade(tmp_pat
     assert qlora["status"] == "unavailable"
     assert any("bitsandbytes 0.45.5 is outside transformers 5.24.0's gate >=0.46.1" in e for e in qlora["evidence"])
     assert qlora["next_step"] == 'pip install "bitsandbytes>=0.46.1"'
+
+
+def test_metadata_scan_agrees_with_importlib_metadata() -> None:
+    """The hand-rolled lookup (one listing per sys.path entry) finds what importlib.metadata finds, in this venv."""
+    import importlib.metadata
+    import sys
+
+    from versions import normalize_name
+
+    scanned = cob.scan_distributions(sys.path)
+    expected = {}
+    for dist in importlib.metadata.distributions():
+        name = normalize_name(dist.metadata["Name"] or "")
+        expected.setdefault(name, dist.version)
+    assert expected, "the test venv has distributions"
+    for name, version in expected.items():
+        assert name in scanned, name
+        assert scanned[name][0].version() == version, name
+        assert importlib.metadata.version(name) == version
