@@ -3294,7 +3294,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     args.required_ids = required
     args.probe_import_ids = None
-    if args.probe_imports and args.probe_imports != "all":
+    if args.probe_imports is not None and args.probe_imports != "all":
         aliases = {modules[0]: pid for pid, _, modules in STACK}
         aliases.update({m: pid for pid, _, modules in STACK for m in modules})
         ids, unknown = _parse_ids(args.probe_imports, STACK_IDS, aliases)

@@ -344,6 +344,7 @@ def test_exit_codes(tmp_path: Path) -> None:
     assert run_script(["--timeout", "soon"], [site], tmp=tmp_path).returncode == 2
     assert run_script(["--timeout", "0"], [site], tmp=tmp_path).returncode == 2
     assert run_script(["--probe-imports=nonsense"], [site], tmp=tmp_path).returncode == 2
+    assert run_script(["--probe-imports="], [site], tmp=tmp_path).returncode == 2
     missing = run_script(["--accelerate-config", str(tmp_path / "nope.yaml")], [site], tmp=tmp_path)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert run_script(["--help"], [site], tmp=tmp_path).returncode == 0
