@@ -11,22 +11,43 @@ Every function returns ``None`` instead of raising when it cannot decide, so cal
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Optional, Tuple
 
-try:  # optional: exact semantics when available
-    from packaging.markers import InvalidMarker, Marker
-    from packaging.requirements import InvalidRequirement
-    from packaging.requirements import Requirement as _PkgRequirement
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion
-    from packaging.version import Version as _PkgVersion
+# ``packaging`` is optional. Finding it is cheap; importing it costs tens of milliseconds, which matters to the
+# diagnostic's speed budget, so its modules are imported on first use only.
+HAVE_PACKAGING = importlib.util.find_spec("packaging") is not None
+_PACKAGING: Optional[SimpleNamespace] = None
 
-    HAVE_PACKAGING = True
-except Exception:  # pragma: no cover - exercised by the bare-interpreter tests in a subprocess
-    HAVE_PACKAGING = False
+
+def _packaging() -> Optional[SimpleNamespace]:
+    """The ``packaging`` classes this module uses, imported once; ``None`` when unusable."""
+    global _PACKAGING, HAVE_PACKAGING
+    if _PACKAGING is None and HAVE_PACKAGING:
+        try:
+            from packaging.markers import InvalidMarker, Marker
+            from packaging.requirements import InvalidRequirement, Requirement
+            from packaging.specifiers import InvalidSpecifier, SpecifierSet
+            from packaging.version import InvalidVersion, Version
+        except Exception:  # a broken packaging install: fall back rather than fail
+            HAVE_PACKAGING = False
+            return None
+        _PACKAGING = SimpleNamespace(
+            Marker=Marker,
+            InvalidMarker=InvalidMarker,
+            Requirement=Requirement,
+            InvalidRequirement=InvalidRequirement,
+            SpecifierSet=SpecifierSet,
+            InvalidSpecifier=InvalidSpecifier,
+            Version=Version,
+            InvalidVersion=InvalidVersion,
+        )
+    return _PACKAGING if HAVE_PACKAGING else None
+
 
 _VERSION_RE = re.compile(
     r"""^\s*v?
@@ -85,10 +106,11 @@ def is_valid_version(text: str) -> bool:
 
 def version_key(text: str) -> Optional[object]:
     """A sortable key for a version string, or ``None`` if it does not parse."""
-    if HAVE_PACKAGING:
+    pkg = _packaging()
+    if pkg is not None:
         try:
-            return _PkgVersion(text)
-        except InvalidVersion:
+            return pkg.Version(text)
+        except pkg.InvalidVersion:
             return None
     return _fallback_key(text)
 
@@ -193,10 +215,11 @@ def specifier_contains(specifier: str, version: str, allow_prereleases: bool = T
         return True
     if version_key(version) is None:
         return None
-    if HAVE_PACKAGING:
+    pkg = _packaging()
+    if pkg is not None:
         try:
-            return SpecifierSet(specifier).contains(version, prereleases=allow_prereleases)
-        except (InvalidSpecifier, InvalidVersion):
+            return pkg.SpecifierSet(specifier).contains(version, prereleases=allow_prereleases)
+        except (pkg.InvalidSpecifier, pkg.InvalidVersion):
             return None
     results = []
     for clause in specifier.split(","):
@@ -244,10 +267,11 @@ def parse_requirement(line: str) -> Optional[Requirement]:
     line = (line or "").strip()
     if not line:
         return None
-    if HAVE_PACKAGING:
+    pkg = _packaging()
+    if pkg is not None:
         try:
-            req = _PkgRequirement(line)
-        except InvalidRequirement:
+            req = pkg.Requirement(line)
+        except pkg.InvalidRequirement:
             return None
         specs = sorted(str(s) for s in req.specifier)
         return Requirement(
@@ -379,10 +403,11 @@ def evaluate_marker(marker: str, extra: Optional[str] = None, python_version: Op
     if not marker:
         return True
     env = _marker_environment(extra, python_version)
-    if HAVE_PACKAGING:
+    pkg = _packaging()
+    if pkg is not None:
         try:
-            return bool(Marker(marker).evaluate(env))
-        except (InvalidMarker, Exception):
+            return bool(pkg.Marker(marker).evaluate(env))
+        except Exception:  # InvalidMarker, or an undefined marker variable
             return None
     return _eval_fallback_marker(marker, env)
 

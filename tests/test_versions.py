@@ -111,3 +111,45 @@ def test_base_version_drops_local_label():
     assert versions.base_version("0.31.0+cu129") == "0.31.0"
     assert versions.base_version("not a version") is None
     assert versions.normalize_name("Liger_Kernel") == "liger-kernel"
+
+
+def test_broken_packaging_install_falls_back(tmp_path):
+    """A `packaging` that is found but fails to import must not break the scripts: the fallback takes over."""
+    import subprocess
+    import sys
+
+    from conftest import SCRIPTS_DIR
+
+    broken = tmp_path / "packaging"
+    broken.mkdir()
+    (broken / "__init__.py").write_text("raise ImportError('half-installed packaging')\n")
+    code = (
+        "import versions; "
+        "print(versions.HAVE_PACKAGING, versions.specifier_contains('>=0.22.0,<=0.31.0', '0.33.0'), "
+        "versions.HAVE_PACKAGING)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", f"import sys; sys.path[:0] = [{str(tmp_path)!r}, {str(SCRIPTS_DIR)!r}]; {code}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "False", "False"]
+
+
+def test_packaging_is_imported_lazily():
+    """Importing versions must not import packaging (the diagnostic's speed budget depends on it)."""
+    import subprocess
+    import sys
+
+    from conftest import SCRIPTS_DIR
+
+    code = (
+        f"import sys; sys.path.insert(0, {str(SCRIPTS_DIR)!r}); import versions; "
+        "print('packaging' in sys.modules); versions.compare_versions('1.0', '2.0'); "
+        "print(versions.HAVE_PACKAGING == ('packaging' in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True"]
