@@ -180,10 +180,12 @@ def previous_hashes(output: Path) -> Dict[str, Dict[str, str]]:
     return out
 
 
-def extract_all(archives: Dict[Pin, Path], log: Callable[[str], None]) -> Dict[str, Dict[str, object]]:
+def extract_all(
+    archives: Dict[Pin, Path], pins: Sequence[Pin], log: Callable[[str], None]
+) -> Dict[str, Dict[str, object]]:
     """``{package: {version: facts}}`` for every pin, before linking and delta encoding."""
     raw: Dict[str, Dict[str, object]] = {}
-    for pin in PINS:
+    for pin in pins:
         path = archives[pin]
         log(f"extracting {path.name}")
         with SourceArchive(path) as archive:
@@ -194,13 +196,13 @@ def extract_all(archives: Dict[Pin, Path], log: Callable[[str], None]) -> Dict[s
     return raw
 
 
-def build_document(raw: Dict[str, Dict[str, object]]) -> Dict[str, object]:
+def build_document(raw: Dict[str, Dict[str, object]], pins: Sequence[Pin]) -> Dict[str, object]:
     """Link cross-package facts, then store every non-primary version as a delta against its primary."""
     link_trl_cli(raw)
     packages: Dict[str, object] = {}
     for package in sorted(raw):
         versions = raw[package]
-        primary = next(p.version for p in PINS if p.package == package)
+        primary = next(p.version for p in pins if p.package == package)
         stored: Dict[str, object] = {primary: versions[primary]}
         for version, facts in versions.items():
             if version == primary:
@@ -235,13 +237,14 @@ def refresh(
     offline: bool = False,
     accept_new_hashes: bool = False,
     log: Callable[[str], None] = lambda message: None,
+    pins: Sequence[Pin] = tuple(PINS),
 ) -> str:
     """Obtain every pinned archive, extract and render the facts file text."""
     known = {} if accept_new_hashes else previous_hashes(output)
     archives: Dict[Pin, Path] = {}
-    for pin in PINS:
+    for pin in pins:
         archives[pin] = obtain(wheel_dir, pin, known.get(pin.package, {}).get(pin.version), offline)
-    return render(build_document(extract_all(archives, log)))
+    return render(build_document(extract_all(archives, pins, log), pins))
 
 
 # --------------------------------------------------------------------------------------------------------------------

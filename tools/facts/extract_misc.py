@@ -114,7 +114,7 @@ def extract_transformers(archive: SourceArchive) -> Dict[str, object]:
 
 def _deepspeed_config_keys(archive: SourceArchive, modules: ModuleSet) -> Dict[str, List[str]]:
     """Keys a DeepSpeed JSON config may hold: pydantic config-model fields with aliases, plus the string constants
-    of ``deepspeed/runtime/constants.py`` (the top-level and section key names)."""
+    of DeepSpeed's ``constants.py`` / ``config.py`` / ``*_config.py`` modules (the top-level and section key names)."""
     model_keys: Set[str] = set()
     zero_keys: Set[str] = set()
     for path in archive.python_files("deepspeed/"):
@@ -132,17 +132,15 @@ def _deepspeed_config_keys(archive: SourceArchive, modules: ModuleSet) -> Dict[s
             if path.startswith("deepspeed/runtime/zero/"):
                 zero_keys |= names
     constants: Set[str] = set()
-    for path in (
-        "deepspeed/runtime/constants.py",
-        "deepspeed/runtime/zero/constants.py",
-        "deepspeed/runtime/fp16/constants.py",
-        "deepspeed/runtime/activation_checkpointing/config.py",
-        "deepspeed/monitor/constants.py",
-    ):
-        if archive.has(path):
-            for _name, value in string_constants(archive.parse(path)).items():
-                if isinstance(value, str) and value and " " not in value and value == value.lower():
-                    constants.add(value)
+    key_files = [
+        p
+        for p in archive.python_files("deepspeed/")
+        if p.rsplit("/", 1)[-1] in ("constants.py", "config.py") or p.endswith("_config.py")
+    ]
+    for path in key_files:
+        for _name, value in string_constants(archive.parse(path)).items():
+            if isinstance(value, str) and value and " " not in value and value == value.lower():
+                constants.add(value)
     return {"any_level": sorted(model_keys | constants), "zero_optimization": sorted(zero_keys)}
 
 

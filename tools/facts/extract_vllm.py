@@ -160,7 +160,11 @@ class _Graph:
                 if stmt is child or _contains([stmt], node):
                     break
                 if isinstance(stmt, ast.If) and any(isinstance(s, ast.Return) for s in stmt.body):
-                    conditions.append(f"not ({unparse(stmt.test)})")
+                    test = stmt.test
+                    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                        conditions.append(unparse(test.operand))  # ``if not x: return`` gates on ``x``
+                    else:
+                        conditions.append(f"not ({unparse(test)})")
         return [self._inline_locals(c, func) for c in conditions]
 
     def _inline_locals(self, condition: str, func: Optional[ast.AST]) -> str:
