@@ -439,6 +439,7 @@ def _words(text: str) -> List[str]:
 
 
 MIN_LITERAL_CHARS = 12
+MAX_FIELD_SPACES = 3
 
 
 def _tokens(text: str, wildcard: str) -> List[Optional[str]]:
@@ -458,16 +459,18 @@ def _tokens(text: str, wildcard: str) -> List[Optional[str]]:
 
 
 MIN_LITERAL_CHARS = 12
+MAX_FIELD_SPACES = 3
 
 
 def quote_matches_template(quote: str, template: str) -> bool:
-    """Is ``quote`` (``…`` = any text) a substring of some instance of ``template`` (``{}`` = any text)?
+    """Is ``quote`` (``…`` = any text) a substring of some instance of ``template`` (``{}`` = a formatted field)?
 
-    A dynamic programme over states (template position, inside a field?) that keeps the most quote characters
-    matched against literal template text. The quote may start or end inside a formatted field only where that field
-    opens or closes the template (or where the quote itself starts or ends with ``…``), and it must match at least
-    ``MIN_LITERAL_CHARS`` literal characters, so a made-up sentence cannot hide inside a field. Whitespace is
-    collapsed on both sides.
+    A dynamic programme over states (template position, inside a field?, spaces the field absorbed) that keeps the
+    most quote characters matched against literal template text. Rules that stop a made-up sentence from hiding in
+    a field: the quote may start or end inside a field only where that field opens or closes the template (or where
+    the quote itself starts or ends with ``…``); a field that the quote passes through stands for a value, so it
+    absorbs at most ``MAX_FIELD_SPACES`` spaces (write ``…`` for longer variable text); and at least
+    ``MIN_LITERAL_CHARS`` characters must match literal template text. Whitespace is collapsed on both sides.
     """
     q = _tokens(quote, "…")
     t = _tokens(template, "{}")
@@ -475,18 +478,20 @@ def quote_matches_template(quote: str, template: str) -> bool:
     if not concrete:
         return False
     n = len(t)
-    State = Tuple[int, bool]
+    cap = MAX_FIELD_SPACES + 1
+    State = Tuple[int, bool, int]
 
     def closure(states: Dict[State, int]) -> Dict[State, int]:
         out = dict(states)
         pending = list(states.items())
         while pending:
-            (j, inside), score = pending.pop()
+            (j, inside, spaces), score = pending.pop()
             moves: List[State] = []
             if inside:
-                moves.append((j + 1, False))  # leave the field
+                if spaces <= MAX_FIELD_SPACES:
+                    moves.append((j + 1, False, 0))  # leave the field: it held a value
             elif j < n and t[j] is None:
-                moves += [(j, True), (j + 1, False)]  # enter the field, or treat it as empty
+                moves += [(j, True, 0), (j + 1, False, 0)]  # enter the field, or treat it as empty
             for move in moves:
                 if out.get(move, -1) < score:
                     out[move] = score
@@ -494,10 +499,10 @@ def quote_matches_template(quote: str, template: str) -> bool:
         return out
 
     if q[0] is None:
-        best: Dict[State, int] = {(j, False): 0 for j in range(n + 1)}
+        best: Dict[State, int] = {(j, False, 0): 0 for j in range(n + 1)}
     else:
-        best = {(j, False): 0 for j in range(n) if t[j] is not None}
-        best[(0, False)] = 0
+        best = {(j, False, 0): 0 for j in range(n) if t[j] is not None}
+        best[(0, False, 0)] = 0
     best = closure(best)
     for qi in q:
         nxt: Dict[State, int] = {}
@@ -506,32 +511,28 @@ def quote_matches_template(quote: str, template: str) -> bool:
             if nxt.get(state, -1) < score:
                 nxt[state] = score
 
-        for (j, inside), score in best.items():
+        for (j, inside, spaces), score in best.items():
             if qi is None:  # a quote wildcard absorbs any run of template items
                 for k in range(j, n + 1):
-                    push((k, False), score)
+                    push((k, False, 0), score)
                 continue
             if inside:
-                push((j, True), score)
+                push((j, True, min(cap, spaces + (qi == " "))), score)
             elif j < n and t[j] is not None and t[j] == qi:
-                push((j + 1, False), score + (qi != " "))
+                push((j + 1, False, 0), score + (qi != " "))
         best = closure(nxt)
         if not best:
             return False
     if q[-1] is None:
         finals = list(best.values())
     else:
-        # (j, False) reached by the closure from inside a field means the quote ended in that field: only allowed
-        # when nothing literal follows it.
+        # The quote ends on literal text, or inside the template's last field (any length there).
         finals = [
             score
-            for (j, inside), score in best.items()
+            for (j, inside, _), score in best.items()
             if (inside and j == n - 1) or (not inside and (j == 0 or t[j - 1] is not None or j == n))
         ]
-    if not finals:
-        return False
-    top = max(finals)
-    return top >= min(MIN_LITERAL_CHARS, concrete)
+    return bool(finals) and max(finals) >= min(MIN_LITERAL_CHARS, concrete)
 
 
 def match_message(ctx: Context, quote: str) -> bool:
@@ -552,7 +553,7 @@ def nearest_messages(ctx: Context, quote: str) -> Tuple[str, ...]:
     scored = sorted(
         ((difflib.SequenceMatcher(None, quote, t).ratio(), t) for t in candidates[:400]), key=lambda x: (-x[0], x[1])
     )
-    return tuple(_shorten(t) for score, t in scored[:2] if score > 0.3)
+    return tuple(_shorten(t) for score, t in scored[:2] if score > 0.5)
 
 
 def _shorten(text: str, limit: int = 100) -> str:
@@ -572,6 +573,7 @@ class CodeBlock:
     lines: List[str]
     marker: Optional[str]
     section: str
+    marker_line: int = 0
 
 
 @dataclass
@@ -581,6 +583,7 @@ class InlineSpan:
     section: str
     blockquote_role: str = ""  # "" | "message" | "cited" | "uncited"
     marker: Optional[str] = None
+    marker_line: int = 0
 
 
 @dataclass
@@ -635,6 +638,7 @@ def parse_markdown(path: str, text: str) -> MarkdownDoc:
     section = ""
     i = 0
     pending_marker: Optional[str] = None
+    marker_line = 0
     paragraph: List[Tuple[int, str]] = []
     in_comment = False
 
@@ -654,6 +658,7 @@ def parse_markdown(path: str, text: str) -> MarkdownDoc:
         if marker:
             flush()
             pending_marker = marker.group(1)
+            marker_line = i + 1
             i += 1
             continue
         if line.lstrip().startswith("<!--"):
@@ -684,7 +689,7 @@ def parse_markdown(path: str, text: str) -> MarkdownDoc:
                 body.append(lines[j][len(indent) :] if lines[j].startswith(indent) else lines[j].lstrip())
                 j += 1
             lang = info.split()[0].lower() if info else ""
-            doc.blocks.append(CodeBlock(lang, info, i + 2, body, pending_marker, section))
+            doc.blocks.append(CodeBlock(lang, info, i + 2, body, pending_marker, section, marker_line))
             pending_marker = None
             i = j + 1
             continue
@@ -705,7 +710,7 @@ def parse_markdown(path: str, text: str) -> MarkdownDoc:
         quote = re.match(r"^\s{0,3}>\s?(.*)$", line)
         if quote:
             flush()
-            _blockquote_line(doc, quote.group(1), i + 1, section, pending_marker)
+            _blockquote_line(doc, quote.group(1), i + 1, section, pending_marker, marker_line)
             pending_marker = None
             i += 1
             continue
@@ -731,7 +736,9 @@ def _paragraph_spans(doc: MarkdownDoc, paragraph: List[Tuple[int, str]], section
         doc.spans.append(InlineSpan(content, number, section))
 
 
-def _blockquote_line(doc: MarkdownDoc, content: str, number: int, section: str, marker: Optional[str]) -> None:
+def _blockquote_line(
+    doc: MarkdownDoc, content: str, number: int, section: str, marker: Optional[str], marker_line: int
+) -> None:
     spans = list(iter_code_spans(content))
     stripped = content.strip()
     if len(spans) == 1 and stripped.startswith("`"):
@@ -740,11 +747,11 @@ def _blockquote_line(doc: MarkdownDoc, content: str, number: int, section: str, 
         end = content.find("`" * run, content.find("`" * run) + run + len(text)) + run
         rest = content[end:].strip() if end > run else ""
         if not rest:
-            doc.spans.append(InlineSpan(text, number, section, "message", marker))
+            doc.spans.append(InlineSpan(text, number, section, "message", marker, marker_line))
             return
         if rest.startswith("(") and rest.endswith(")"):
             role = "cited" if CITATION_RE.search(rest) else "uncited"
-            doc.spans.append(InlineSpan(text, number, section, role, marker))
+            doc.spans.append(InlineSpan(text, number, section, role, marker, marker_line))
             return
     for _, text in spans:
         doc.spans.append(InlineSpan(text, number, section))
@@ -830,9 +837,12 @@ class Checker:
             for package, version in pins:
                 selection[package] = [version]
             label = ", ".join(f"{p}=={v}" for p, v in pins)
-        ctx = Context(self.facts, selection, label)
-        self._contexts[key] = ctx
-        return ctx
+        cache = self.facts.__dict__.setdefault("_contexts", {})
+        cache_key = (key, tuple(sorted((p, tuple(v)) for p, v in selection.items())))
+        if cache_key not in cache:  # contexts are read-only once built: share them between checkers
+            cache[cache_key] = Context(self.facts, selection, label)
+        self._contexts[key] = cache[cache_key]
+        return self._contexts[key]
 
     def parse_marker(self, marker: str) -> List[Tuple[str, str]]:
         pins = []
@@ -868,7 +878,7 @@ class Checker:
         rel = _relative(path, self.root)
         doc = parse_markdown(rel, path.read_text(encoding="utf-8"))
         for block in doc.blocks:
-            ctx = self._block_context(rel, block.start_line - 1, block.marker)
+            ctx = self._block_context(rel, block.marker_line, block.marker)
             if ctx is None:
                 continue
             if block.lang in SHELL_LANGS:
@@ -881,7 +891,7 @@ class Checker:
                 self.check_json_block(rel, block, ctx)
         for span in doc.spans:
             in_versions = span.section.startswith(VERSIONS_HEADING)
-            ctx = self._block_context(rel, span.line, span.marker)
+            ctx = self._block_context(rel, span.marker_line, span.marker)
             if ctx is None:
                 continue
             if span.blockquote_role:
