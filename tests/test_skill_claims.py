@@ -1,0 +1,342 @@
+"""Every upstream name in the skill text must exist in the pinned releases (``tests/facts/upstream_facts.json``).
+
+The checker lives in ``tools/skill_claims.py`` (``python3 tools/skill_claims.py`` prints the same failures). The
+fixture tests below prove it has teeth: invented flags, fields, env vars, routes, keys and messages fail with the
+file, line, identifier and the nearest real names; real ones pass.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TOOLS_DIR = REPO_ROOT / "tools"
+if str(TOOLS_DIR) not in sys.path:
+    sys.path.insert(0, str(TOOLS_DIR))
+
+import skill_claims as sc  # noqa: E402
+
+FIXTURES = REPO_ROOT / "tests" / "fixtures" / "claims"
+ALLOWLIST = REPO_ROOT / "tests" / "claims_allowlist.txt"
+
+
+def _check(path: Path, allowlist: Optional[Path] = None) -> Tuple[List[sc.Failure], sc.Checker]:
+    return sc.check_paths([path], root=FIXTURES, allowlist_path=allowlist)
+
+
+def _line_of(path: Path, needle: str) -> int:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if needle in line:
+            return number
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+# ---- the skill text itself -----------------------------------------------------------------------------------------
+
+
+def test_skill_text_names_only_real_upstream_identifiers():
+    files = sc.skill_files(REPO_ROOT)
+    assert files, "no skill files found"
+    failures, checker = sc.check_paths(files, root=REPO_ROOT, allowlist_path=ALLOWLIST)
+    problems = [f.format() for f in failures] + checker.allowlist.problems
+    problems += [f"{ALLOWLIST.name}: unused entry {name!r} (remove it)" for name in checker.allowlist.unused()]
+    assert not problems, "\n" + "\n".join(problems)
+
+
+def test_allowlist_entries_carry_reasons():
+    allowlist = sc.Allowlist.load(ALLOWLIST)
+    assert not allowlist.problems
+    assert all(reason.strip() for reason in allowlist.entries.values())
+
+
+# ---- fixtures: real claims pass, invented ones fail ----------------------------------------------------------------
+
+
+def test_real_claims_fixture_passes_and_is_really_checked():
+    failures, checker = _check(FIXTURES / "good.md")
+    assert [f.format() for f in failures] == []
+    kinds = {kind for _, _, kind, _ in checker.claims}
+    assert {
+        "flag",
+        "env",
+        "route",
+        "identifier",
+        "class",
+        "field",
+        "kwarg",
+        "import",
+        "module",
+        "yaml-key",
+        "deepspeed-key",
+        "message",
+    } <= kinds
+    checked = {identifier for _, _, _, identifier in checker.claims}
+    # Flags after the user's own script, and console output lines, are not claims.
+    assert "--my-own-flag" not in checked and "--anything" not in checked and "--is-not-checked" not in checked
+    # The container command of ``hf jobs run`` is checked as a command of its own.
+    line = _line_of(FIXTURES / "good.md", "hf jobs run --flavor")
+    assert ("good.md", line, "flag", "--enable-lora") in checker.claims
+
+
+BAD = FIXTURES / "bad.md"
+EXPECTED_FAILURES = [
+    # (text on the line, kind, identifier, one of the nearest names, where)
+    ("--max-lora-ranks 64", "flag", "--max-lora-ranks", "--max-lora-rank", "vllm serve@vllm 0.31.0"),
+    ("--gpu-memory-utilisation", "flag", "--gpu-memory-utilisation", "--gpu-memory-utilization", "trl vllm-serve"),
+    ("--per_device_batch_size", "flag", "--per_device_batch_size", "--per_device_train_batch_size", "trl sft"),
+    ("trl finetune", "command", "trl finetune", "trl sft", "trl subcommands"),
+    ("--num_procs", "flag", "--num_procs", "--num_processes", "accelerate launch@accelerate 1.15.0"),
+    ("--flavour", "flag", "--flavour", "--flavor", "hf jobs run@huggingface_hub 2.4.0"),
+    ("VLLM_SERVER_DEV_MOD=1", "env", "VLLM_SERVER_DEV_MOD", "VLLM_SERVER_DEV_MODE", "env vars"),
+    ("check_imaginary.py", "script", "scripts/check_imaginary.py", "scripts/check_demo.py", "scripts/"),
+    ("--no-such-flag", "flag", "--no-such-flag", "--help", "scripts/check_demo.py"),
+    ("--enable-scale-out", "flag", "--enable-scale-out", "--enable-sleep-mode", "vllm serve@vllm 0.27.1"),
+    ("check: vllm==0.26.0", "marker", "vllm==0.26.0", "vllm==0.27.1", "facts file"),
+    ("AsyncGRPOConfigs", "import", "trl.experimental.async_grpo.AsyncGRPOConfigs", "AsyncGRPOConfig", "trl"),
+    ("vllm_gpu_util=0.3", "kwarg", "GRPOConfig(vllm_gpu_util=...)", "vllm_gpu_memory_utilization", "trl 1.16.0"),
+    ("lora_alfa", "kwarg", "LoraConfig(lora_alfa=...)", "lora_alpha", "peft 0.21.2"),
+    (
+        "fsdp_sharding_stratgy",
+        "yaml-key",
+        "fsdp_config.fsdp_sharding_stratgy",
+        "fsdp_config.fsdp_sharding_strategy",
+        "accelerate 1.15.0",
+    ),
+    ("learning_rate_schedule", "yaml-key", "learning_rate_schedule", "learning_rate", "trl 1.16.0"),
+    ("offload_optimiser", "deepspeed-key", "zero_optimization.offload_optimiser", "offload_optimizer", "deepspeed"),
+    ("vllm_gpu_util_ratio", "identifier", "vllm_gpu_util_ratio", "vllm_gpu_memory_utilization", "primary pins"),
+    (
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATES",
+        "env",
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATES",
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATING",
+        "env vars",
+    ),
+    ("/v1/load_lora_adapters", "route", "/v1/load_lora_adapters", "/v1/load_lora_adapter", "vllm 0.31.0"),
+    ("`AsyncGRPOTrainerConfig`", "class", "AsyncGRPOTrainerConfig", "AsyncGRPOTrainer", "upstream classes"),
+    ("GRPOConfig.vllm_gpu_util`", "field", "GRPOConfig.vllm_gpu_util", "vllm_gpu_memory_utilization", "GRPOConfig"),
+    ("`--max-lora-ranks`", "flag", "--max-lora-ranks", "--max-lora-rank", "any covered CLI"),
+    ("`--sleep-mode-backend`", "flag", "--sleep-mode-backend", None, "any covered CLI@primary pins"),
+    (
+        "must multiply world size",
+        "message",
+        "tensor_parallel_size (3) must multiply world size (8) evenly.",
+        "tensor_parallel_size ({}) must divide world size ({}) evenly.",
+        "raised/logged messages",
+    ),
+    ("NCCL watchdog ate", "quote-citation", "The NCCL watchdog ate the process group", None, "a citation"),
+    ("moon is full", "message", "vLLM exploded because the moon is full.", None, "raised/logged messages"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_failures() -> List[sc.Failure]:
+    failures, _ = _check(BAD)
+    return failures
+
+
+@pytest.mark.parametrize(
+    ("needle", "kind", "identifier", "near", "where"), EXPECTED_FAILURES, ids=[e[2] for e in EXPECTED_FAILURES]
+)
+def test_invented_claim_fails_with_file_line_identifier_and_nearest(
+    bad_failures, needle, kind, identifier, near, where
+):
+    line = _line_of(BAD, needle)
+    matches = [f for f in bad_failures if f.line == line and f.kind == kind and f.identifier == identifier]
+    assert matches, f"no [{kind}] failure for {identifier!r} on bad.md:{line}; got:\n" + "\n".join(
+        f.format() for f in bad_failures
+    )
+    failure = matches[0]
+    assert failure.path == "bad.md"
+    assert where in failure.where
+    if near is not None:
+        assert near in failure.nearest, failure.format()
+    text = failure.format()
+    assert text.startswith(f"bad.md:{line}: [{kind}] {identifier!r} not found in ")
+
+
+def test_bad_fixture_has_no_unexpected_failures(bad_failures):
+    expected = {(_line_of(BAD, needle), kind, identifier) for needle, kind, identifier, _, _ in EXPECTED_FAILURES}
+    unexpected = [f.format() for f in bad_failures if (f.line, f.kind, f.identifier) not in expected]
+    # The unparsable Python block is reported once, at its first line.
+    unexpected = [u for u in unexpected if "[python-syntax]" not in u]
+    assert unexpected == []
+    assert any(f.kind == "python-syntax" for f in bad_failures)
+
+
+def test_flags_after_the_users_script_are_not_claims(bad_failures):
+    assert not [f for f in bad_failures if f.identifier == "--my-own-flag"]
+    # The container command inside ``hf jobs run`` is valid, so only --flavour fails on that line.
+    line = _line_of(BAD, "--flavour")
+    assert [f.identifier for f in bad_failures if f.line == line] == ["--flavour"]
+
+
+def test_failure_line_format():
+    failure = sc.Failure(
+        "a/SKILL.md", 12, "flag", "--max-lora-ranks", "vllm serve@vllm 0.31.0", ("--max-lora-rank", "--max-loras")
+    )
+    assert failure.format() == (
+        "a/SKILL.md:12: [flag] '--max-lora-ranks' not found in vllm serve@vllm 0.31.0; "
+        "nearest: --max-lora-rank, --max-loras"
+    )
+
+
+def test_cli_prints_failures_and_exits_nonzero(tmp_path):
+    command = [
+        sys.executable,
+        str(TOOLS_DIR / "skill_claims.py"),
+        "--root",
+        str(FIXTURES),
+        "--allowlist",
+        str(tmp_path / "none.txt"),
+    ]
+    bad = subprocess.run([*command, str(BAD)], capture_output=True, text=True, check=False)
+    assert bad.returncode == 1
+    assert re.search(
+        r"^bad\.md:\d+: \[flag\] '--max-lora-ranks' not found in vllm serve@vllm 0\.31\.0; "
+        r"nearest: --max-lora-rank",
+        bad.stdout,
+        re.M,
+    )
+    good = subprocess.run([*command, str(FIXTURES / "good.md")], capture_output=True, text=True, check=False)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert good.stdout == ""
+
+
+# ---- allow-list ----------------------------------------------------------------------------------------------------
+
+
+def test_allowlist_suppresses_a_named_claim_and_reports_bad_or_unused_entries(tmp_path):
+    allowlist = tmp_path / "allow.txt"
+    allowlist.write_text(
+        "# comment\n"
+        "/v1/load_lora_adapters # deliberately wrong in the fixture\n"
+        "--never-used-flag # stale entry\n"
+        "NO_REASON_HERE\n",
+        encoding="utf-8",
+    )
+    failures, checker = _check(BAD, allowlist)
+    assert not [f for f in failures if f.identifier == "/v1/load_lora_adapters"]
+    assert checker.allowlist.unused() == ["--never-used-flag"]
+    assert len(checker.allowlist.problems) == 1 and "NO_REASON_HERE" in checker.allowlist.problems[0]
+
+
+# ---- Markdown walk -------------------------------------------------------------------------------------------------
+
+
+def test_code_spans_follow_commonmark():
+    text = "a ``x `y` z`` b \\`not code\\` `--flag` ```q```"
+    assert [content for _, content in sc.iter_code_spans(text)] == ["x `y` z", "--flag", "q"]
+
+
+def test_markdown_walk_blocks_spans_markers_and_quotes():
+    text = "\n".join(
+        [
+            "# Title",  # 1
+            "",
+            "Use `vllm_mode` and",  # 3
+            "`--max-lora-rank`.",  # 4
+            "",
+            "| a | b |",  # 6
+            "|---|---|",
+            "| `x\\|y` | `VLLM_PORT` |",  # 8
+            "",
+            "1. Step:",  # 10
+            "",
+            "   ```bash",  # 12
+            "   vllm serve m --enable-lora",  # 13
+            "   ```",
+            "",
+            "<!-- check: vllm==0.27.1 -->",  # 16
+            "~~~yaml",  # 17
+            "a: 1",  # 18
+            "~~~",
+            "",
+            "<!-- a comment with `--not-a-claim`",  # 21
+            "-->",
+            "> `exact message text here`",  # 23
+            "> `outside text` (reported in org/repo#1)",  # 24
+            "> `outside text` (seen somewhere)",  # 25
+            "> `--flag` is prose in a quote",  # 26
+            "## Versions (time-sensitive)",  # 27
+            "`--x`",  # 28
+        ]
+    )
+    doc = sc.parse_markdown("f.md", text)
+    assert [(b.lang, b.start_line, b.lines, b.marker) for b in doc.blocks] == [
+        ("bash", 13, ["vllm serve m --enable-lora"], None),
+        ("yaml", 18, ["a: 1"], "vllm==0.27.1"),
+    ]
+    spans = [(s.text, s.line, s.blockquote_role) for s in doc.spans]
+    assert spans == [
+        ("vllm_mode", 3, ""),
+        ("--max-lora-rank", 4, ""),
+        ("x|y", 8, ""),
+        ("VLLM_PORT", 8, ""),
+        ("exact message text here", 23, "message"),
+        ("outside text", 24, "cited"),
+        ("outside text", 25, "uncited"),
+        ("--flag", 26, ""),
+        ("--x", 28, ""),
+    ]
+    assert doc.spans[-1].section == "Versions (time-sensitive)"
+
+
+# ---- shell splitting -----------------------------------------------------------------------------------------------
+
+
+def test_shell_commands_are_split_like_a_shell():
+    lines = [
+        "# a comment",
+        "A=1 vllm serve m \\",
+        "  --enable-lora && echo ok > out.log 2>&1",
+        "cat > cfg.yaml <<EOF",
+        "--inside-heredoc: 1",
+        "EOF",
+        "trl sft --x 'quoted value' # trailing comment; --not-a-flag",
+    ]
+    commands = list(sc.iter_shell_commands(lines, 10))
+    assert commands == [
+        (11, ["A=1", "vllm", "serve", "m", "--enable-lora"]),
+        (11, ["echo", "ok"]),
+        (13, ["cat"]),
+        (16, ["trl", "sft", "--x", "quoted value"]),
+    ]
+
+
+# ---- message matching ----------------------------------------------------------------------------------------------
+
+TEMPLATE = "tensor_parallel_size ({}) must divide world size ({}) evenly."
+
+
+@pytest.mark.parametrize(
+    ("quote", "template", "expected"),
+    [
+        ("tensor_parallel_size (3) must divide world size (8) evenly.", TEMPLATE, True),
+        ("tensor_parallel_size (3) must  divide\nworld size (8) evenly.", TEMPLATE, True),
+        ("must divide world size", TEMPLATE, True),
+        ("tensor_parallel_size (3) must divide … evenly.", TEMPLATE, True),
+        ("tensor_parallel_size (3) must multiply world size (8) evenly.", TEMPLATE, False),
+        ("tensor_parallel_size (3) must divide world size (8) evenly. And more.", TEMPLATE, False),
+        ("Model meta-llama/Llama-3.1-8B not found", "Model {} not found", True),
+        ("I invented this whole sentence and it is not supported at all", "{} is not supported at all", False),
+        ("DoRA is not supported at all", "{} is not supported at all", True),
+        ("Falling back to merged sync. Any reason text at all.", "Falling back to merged sync. {}", True),
+        ("completely invented text here", "The value of {} is wrong", False),
+    ],
+)
+def test_quote_matching(quote, template, expected):
+    assert sc.quote_matches_template(quote, template) is expected
+
+
+def test_exception_prefix_is_optional_in_quotes():
+    checker = sc.Checker(sc.Facts.load(sc.DEFAULT_FACTS))
+    ctx = checker.context()
+    assert sc.match_message(ctx, "ValueError: tensor_parallel_size (3) must divide world size (8) evenly.")
+    assert not sc.match_message(ctx, "ValueError: tensor_parallel_size (3) must halve world size (8) evenly.")
