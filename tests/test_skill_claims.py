@@ -123,6 +123,9 @@ EXPECTED_FAILURES = [
     ("GRPOConfig.vllm_gpu_util`", "field", "GRPOConfig.vllm_gpu_util", "vllm_gpu_memory_utilization", "GRPOConfig"),
     ("`--max-lora-ranks`", "flag", "--max-lora-ranks", "--max-lora-rank", "any covered CLI"),
     ("`--sleep-mode-backend`", "flag", "--sleep-mode-backend", None, "any covered CLI@primary pins"),
+    ("v1/modelz", "route", "/v1/modelz", "/v1/models", "vLLM HTTP routes@vllm 0.31.0"),
+    ("`packinng=True`", "identifier", "packinng", "packing", "config fields"),
+    ("`fsdp_versoin: 2`", "identifier", "fsdp_versoin", "fsdp_version", "config fields"),
     (
         "must multiply world size",
         "message",

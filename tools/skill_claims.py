@@ -65,6 +65,12 @@ ROUTE_RE = re.compile(r"^(?:(GET|POST|PUT|DELETE|PATCH)\s+)?(/[A-Za-z0-9_{}<>.:-
 DOTTED_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
 CALL_RE = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$", re.S)
 ASSIGN_RE = re.compile(r"^(--?[A-Za-z][\w.-]*|[A-Za-z_][\w.]*)=(.*)$", re.S)
+LOCAL_URL_RE = re.compile(
+    r"\bhttp://(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\d+\.\d+\.\d+\.\d+|<[^<>/\s]+>|\$\{?\w+\}?)(?::[\w<>${}]+)?"
+    r"(/[^\s\"'?#]*)"
+)
+KEY_VALUE_RE = re.compile(r"(?:^|[\s,(])([A-Za-z_][\w.]*)=")
+YAML_PAIR_RE = re.compile(r"^([a-z][a-z0-9]*(?:_[a-z0-9]+)+):\s+\S")
 CITATION_RE = re.compile(r"[\w.-]+/[\w.-]+#\d+|https?://\S+")
 BUNDLE_SCRIPT_RE = re.compile(r"(?:^|/)scripts/([\w-]+\.py)$")
 TRL_SCRIPT_RE = re.compile(r"(?:^|/)trl/scripts/(\w+)\.py$")
@@ -958,6 +964,9 @@ class Checker:
         text = text.strip()
         if not text:
             return
+        for url_path in LOCAL_URL_RE.findall(text):
+            if url_path.rstrip("/"):
+                self.check_route(rel, line, url_path, ctx)
         if re.search(r"\s", text):
             tokens = _split_words(text)
             if tokens and self._command_for(tokens) is not None:
@@ -970,9 +979,12 @@ class Checker:
             if tokens and FLAG_RE.match(tokens[0].split("=", 1)[0]):
                 self.check_token(rel, line, tokens[0], ctx)
                 return
-            assign = ASSIGN_RE.match(text)
-            if assign:
-                self.check_token(rel, line, assign.group(1), ctx)
+            pair = YAML_PAIR_RE.match(text)
+            if pair:  # ``fsdp_version: 2``
+                self.check_identifier(rel, line, pair.group(1), ctx)
+                return
+            for name in KEY_VALUE_RE.findall(text):  # ``bf16=False, fp16=True``
+                self.check_assigned_name(rel, line, name, ctx)
             return
         self.check_token(rel, line, text, ctx)
 
@@ -987,6 +999,9 @@ class Checker:
         assign = ASSIGN_RE.match(token)
         if assign:
             token = assign.group(1)
+            if not token.startswith("-"):
+                self.check_assigned_name(rel, line, token, ctx)
+                return
         if FLAG_RE.match(token) and token.startswith("--"):
             self.check_any_flag(rel, line, token, ctx)
         elif ROUTE_RE.match(token) and token.startswith("/") and len(token) > 1:
@@ -999,6 +1014,15 @@ class Checker:
             self.check_dotted(rel, line, token, ctx)
         elif SNAKE_RE.match(token):
             self.check_identifier(rel, line, token, ctx)
+
+    def check_assigned_name(self, rel: str, line: int, name: str, ctx: Context) -> None:
+        """The ``name`` of ``name=value``: an env var, a dotted path, or a keyword/field (underscore or not)."""
+        if ENV_RE.match(name):
+            self.check_env(rel, line, name, ctx, allow_values=True)
+        elif "." in name:
+            self.check_dotted(rel, line, name, ctx)
+        elif re.match(r"^_*[a-z][a-z0-9_]*$", name):
+            self.check_identifier(rel, line, name, ctx)
 
     def check_any_flag(self, rel: str, line: int, flag: str, ctx: Context) -> None:
         self.record(rel, line, "flag", flag)
@@ -1034,7 +1058,7 @@ class Checker:
         self.record(rel, line, "identifier", name)
         if name in ctx.identifiers:
             return
-        pool = [n for n in ctx.identifiers if "_" in n and n.islower()]
+        pool = [n for n in ctx.identifiers if n.islower() and ("_" in n) == ("_" in name)]
         self.fail(rel, line, "identifier", name, f"config fields and upstream identifiers@{ctx.label}", pool)
 
     def check_dotted(self, rel: str, line: int, dotted: str, ctx: Context) -> None:
@@ -1129,11 +1153,18 @@ class Checker:
 
     def check_command_tokens(self, rel: str, line: int, tokens: List[str], ctx: Context) -> None:
         tokens = self._strip_env_prefix(rel, line, tokens, ctx)
+        if tokens and tokens[0].rsplit("/", 1)[-1] in ("curl", "wget", "http", "xh"):
+            for token in tokens[1:]:
+                for url_path in LOCAL_URL_RE.findall(token):
+                    if url_path.rstrip("/"):
+                        self.check_route(rel, line, url_path, ctx)
+            return
         found = self._command_for(tokens)
         if found is None:
             return
         kind, start = found
         args = tokens[start:]
+        self.record(rel, line, "command", kind if kind != "hf" else " ".join(tokens[:3]))
         if kind == "hf":
             self._check_hf(rel, line, tokens, ctx)
             return
