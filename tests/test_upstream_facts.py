@@ -457,3 +457,15 @@ def test_diff_command_reports_what_changed_between_two_releases():
         check=False,
     )
     assert bad.returncode == 2 and "error" in bad.stderr
+
+
+def test_facts_know_which_pinned_vllm_releases_trl_accepts(facts):
+    """The 0.33.0 move: the facts hold its flags, and TRL 1.16's declared vllm range excludes it."""
+    from packaging.requirements import Requirement
+
+    trl = facts.version_facts("trl", "1.16.0")
+    (line,) = [r for r in trl["requires_dist"] if r.startswith("vllm")]
+    specifier = Requirement(line).specifier
+    assert specifier.contains("0.27.1") and specifier.contains("0.31.0")
+    assert not specifier.contains("0.33.0")
+    assert len(facts.version_facts("vllm", "0.33.0")["clis"]["vllm serve"]["flags"]) > 400

@@ -11,7 +11,8 @@ sdist) into a cache folder, its sha256 is checked against the one the committed 
 version, and its Python sources are read as text and AST straight from the archive: nothing is imported, so torch is
 never needed. The output is deterministic: sorted keys, no timestamps, so a rerun writes the same bytes.
 
-Needs Python 3.11+ (the upstream sources use 3.10+ syntax) and PyYAML. To move to a new release, edit ``PINS``.
+Needs Python 3.11+ (the upstream sources use 3.10+ syntax) and PyYAML; 3.11, 3.12 and 3.13 write identical files.
+To move to a new release, edit ``PINS``.
 """
 
 from __future__ import annotations
@@ -221,7 +222,6 @@ def build_document(raw: Dict[str, Dict[str, object]], pins: Sequence[Pin]) -> Di
     return {
         "schema_version": SCHEMA_VERSION,
         "generated_by": REFRESH_COMMAND,
-        "generator_python": f"{sys.version_info.major}.{sys.version_info.minor}",
         "packages": packages,
     }
 

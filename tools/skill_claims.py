@@ -1280,7 +1280,11 @@ class Checker:
             self.fail(rel, line, "command", command, f"hf commands@{ctx.label}", names)
             return
         spec = ctx.clis[command]
-        rest = self.check_flags(rel, line, tokens[i:], spec)
+        options = tokens[i:]
+        for flag, value in zip(options, options[1:]):  # ``-e NAME=value`` / ``--secrets NAME``: env var claims
+            if flag in ("-e", "--env", "-s", "--secrets") and re.match(r"^[A-Z][A-Z0-9_]*(=|$)", value):
+                self.check_env(rel, line, value.split("=", 1)[0], ctx)
+        rest = self.check_flags(rel, line, options, spec)
         if command.endswith("jobs run") and len(rest) > 1:  # IMAGE then the container's command line
             inner = rest[1:]
             if len(inner) >= 3 and inner[0] in ("bash", "sh") and inner[1] == "-c":
