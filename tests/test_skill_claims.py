@@ -99,6 +99,7 @@ EXPECTED_FAILURES = [
     ("--no-such-flag", "flag", "--no-such-flag", "--help", "scripts/check_demo.py"),
     ("--enable-scale-out", "flag", "--enable-scale-out", "--enable-sleep-mode", "vllm serve@vllm 0.27.1"),
     ("check: vllm==0.26.0", "marker", "vllm==0.26.0", "vllm==0.27.1", "facts file"),
+    ("GRPOConfig, LoraConfig", "import", "trl.LoraConfig", None, "names in trl@trl 1.16.0"),
     ("AsyncGRPOConfigs", "import", "trl.experimental.async_grpo.AsyncGRPOConfigs", "AsyncGRPOConfig", "trl"),
     ("vllm_gpu_util=0.3", "kwarg", "GRPOConfig(vllm_gpu_util=...)", "vllm_gpu_memory_utilization", "trl 1.16.0"),
     ("lora_alfa", "kwarg", "LoraConfig(lora_alfa=...)", "lora_alpha", "peft 0.21.2"),

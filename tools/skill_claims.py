@@ -53,6 +53,9 @@ IMPORT_PACKAGES = {
     "kernels": "kernels",
     "huggingface_hub": "huggingface_hub",
 }
+# ``from transformers import X`` also reaches every model class (registered lazily from ``transformers/models``),
+# and the facts hold only part of DeepSpeed's names: for these package roots the imported name is not judged.
+UNJUDGED_ROOT_IMPORTS = ("transformers", "deepspeed")
 # Which package wins when a class name exists in several (``ModelConfig`` is TRL's unless vllm is imported).
 CLASS_PRIORITY = ("trl", "peft", "transformers", "accelerate", "vllm", "deepspeed")
 NEAREST_COUNT = 3
@@ -235,6 +238,7 @@ class Context:
         self.values: Set[str] = set()
         self.modules: Dict[str, Set[str]] = {}
         self.modules_cover: Dict[str, Set[str]] = {}  # packages whose module list covers only these prefixes
+        self.package_names: Dict[str, Set[str]] = {}  # what ``from <package>... import NAME`` may name
         self.messages: List[Tuple[str, str]] = []
         self.accelerate_config: Dict[str, Any] = {}
         self.deepspeed_keys: Dict[str, Set[str]] = {"any_level": set(), "zero_optimization": set()}
@@ -288,9 +292,16 @@ class Context:
         for path, route in facts.get("routes", {}).items():
             self.routes.setdefault(path, route)
         self.identifiers |= set(facts.get("identifiers", []))
+        self.identifiers |= set(facts.get("exports", []))
+        names = self.package_names.setdefault(package, set())
+        names |= set(facts.get("identifiers", [])) | set(facts.get("exports", []))
+        names |= {q.rsplit(".", 1)[-1] for q in facts.get("classes", {})}
+        for record in facts.get("classes", {}).values():
+            names |= set(record.get("fields", {}))
         self.values |= set(facts.get("values", []))
         mods = set(facts.get("modules", []))
         self.modules.setdefault(package, set()).update(mods)
+        names |= {m.rsplit(".", 1)[-1] for m in mods}
         if "modules_cover" in facts:
             self.modules_cover.setdefault(package, set()).update(facts["modules_cover"])
         for module in mods:
@@ -1247,7 +1258,7 @@ class Checker:
                 ):
                     lookup_name = _vllm_option(name)
                 self.record(rel, line, "flag", name)
-                record = spec.lookup(lookup_name)
+                record = {"takes_value": False} if name in ("-h", "--help") else spec.lookup(lookup_name)
                 if record is None:
                     self.fail(rel, line, "flag", name, spec.label(), spec.all_flags())
                     record = {}
@@ -1381,18 +1392,22 @@ class Checker:
             package = IMPORT_PACKAGES[module.split(".", 1)[0]]
             self.fail(rel, line, "module", module, f"{package} modules@{ctx.label}", ctx.modules.get(package, set()))
             return
+        package = IMPORT_PACKAGES[module.split(".", 1)[0]]
+        if module in UNJUDGED_ROOT_IMPORTS:
+            return
+        names = ctx.package_names.get(package, set())
         for alias in node.names:
             if alias.name == "*":
                 continue
             self.record(rel, line, "import", f"{module}.{alias.name}")
-            if alias.name not in ctx.identifiers and ctx.module_exists(f"{module}.{alias.name}") is not True:
+            if alias.name not in names and ctx.module_exists(f"{module}.{alias.name}") is not True:
                 self.fail(
                     rel,
                     line,
                     "import",
                     f"{module}.{alias.name}",
-                    f"names in {module}@{ctx.label}",
-                    [n for n in ctx.identifiers if n[:1] == alias.name[:1]],
+                    f"names in {package}@{_package_label(ctx, package)}",
+                    [n for n in names if n[:1] == alias.name[:1]],
                 )
 
     def _check_call(

@@ -96,3 +96,43 @@ def string_constants(tree: ast.Module, name_pattern: str = r"^[A-Z][A-Z0-9_]*$")
             if isinstance(value, (str, list, tuple)):
                 out[name] = list(value) if isinstance(value, tuple) else value
     return out
+
+
+_EXPORT_CONTAINERS = ("_import_structure", "__all__", "MODULE_ATTRS", "_LAZY_IMPORTS")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def package_exports(archive: SourceArchive, init_path: str) -> List[str]:
+    """Names a package's ``__init__.py`` makes importable: ``__all__``, lazy-import tables such as
+    ``_import_structure`` or vLLM's ``MODULE_ATTRS``, and names it imports itself (also under ``TYPE_CHECKING``)."""
+    if not archive.has(init_path):
+        return []
+    tree = archive.parse(init_path)
+    names = set()
+    for node in ast.walk(tree):
+        target_text = ""
+        value = None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target_text, value = ast.unparse(node.targets[0]), node.value
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            target_text, value = ast.unparse(node.target), node.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr
+            in (
+                "extend",
+                "append",
+                "update",
+            )
+        ):
+            target_text, value = ast.unparse(node.func.value), node
+        elif isinstance(node, ast.ImportFrom):
+            names.update(alias.asname or alias.name for alias in node.names if alias.name != "*")
+            continue
+        if value is None or not any(target_text.startswith(c) for c in _EXPORT_CONTAINERS):
+            continue
+        for sub in ast.walk(value):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and _NAME.match(sub.value):
+                names.add(sub.value)
+    return sorted(names)

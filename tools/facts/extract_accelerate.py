@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Set
 
 from .archive import SourceArchive
 from .argparse_static import FlagCollector
-from .common import env_vars, module_names, requires_dist
+from .common import env_vars, module_names, package_exports, requires_dist
 from .pysrc import (
     ModuleSet,
     add_base_closure,
@@ -164,5 +164,6 @@ def extract(archive: SourceArchive) -> Dict[str, object]:
         "identifiers": collect_identifiers(modules, all_py, with_params=False, with_keys=True),
         "values": collect_literal_values(modules, ["accelerate/utils/dataclasses.py", "accelerate/utils/constants.py"]),
         "modules": module_names(archive, "accelerate/"),
+        "exports": package_exports(archive, "accelerate/__init__.py"),
         "requires_dist": requires_dist(archive),
     }

@@ -12,7 +12,7 @@ import ast
 from typing import Dict, List, Optional
 
 from .archive import SourceArchive
-from .common import env_vars, module_names, requires_dist
+from .common import env_vars, module_names, package_exports, requires_dist
 from .pysrc import ModuleInfo, ModuleSet, collect_messages, unparse
 
 PACKAGE = "huggingface_hub"
@@ -168,5 +168,6 @@ def extract(archive: SourceArchive) -> Dict[str, object]:
         "env_vars": env_vars(archive, all_py),
         "messages": collect_messages(modules, message_paths),
         "modules": module_names(archive, "huggingface_hub/"),
+        "exports": package_exports(archive, "huggingface_hub/__init__.py"),
         "requires_dist": requires_dist(archive),
     }

@@ -6,7 +6,7 @@ import ast
 from typing import Callable, Dict, List, Set
 
 from .archive import SourceArchive
-from .common import env_vars, module_names, requires_dist, string_constants
+from .common import env_vars, module_names, package_exports, requires_dist, string_constants
 from .pysrc import (
     ModuleSet,
     add_base_closure,
@@ -70,6 +70,7 @@ def extract_peft(archive: SourceArchive) -> Dict[str, object]:
         "identifiers": collect_identifiers(modules, core, with_params=False, with_keys=True),
         "values": collect_literal_values(modules, core),
         "modules": module_names(archive, "peft/"),
+        "exports": package_exports(archive, "peft/__init__.py"),
         "requires_dist": requires_dist(archive),
     }
 
@@ -108,6 +109,7 @@ def extract_transformers(archive: SourceArchive) -> Dict[str, object]:
         ),
         # Every module outside ``transformers/models/`` (the checker accepts any path under that folder).
         "modules": [m for m in module_names(archive, "transformers/") if not m.startswith("transformers.models.")],
+        "exports": package_exports(archive, "transformers/__init__.py"),
         "requires_dist": requires_dist(archive),
     }
 
@@ -187,6 +189,7 @@ def extract_deepspeed(archive: SourceArchive) -> Dict[str, object]:
             set(collect_identifiers(modules, core, with_params=False, top_level_only=True)) | op_names
         ),
         "modules": module_names(archive, "deepspeed/"),
+        "exports": package_exports(archive, "deepspeed/__init__.py"),
         "requires_dist": requires_dist(archive),
     }
 
@@ -202,6 +205,7 @@ def extract_small(package_dir: str) -> Callable[[SourceArchive], Dict[str, objec
             "messages": collect_messages(modules, all_py),
             "identifiers": collect_identifiers(modules, all_py, with_params=False, top_level_only=True),
             "modules": module_names(archive, f"{package_dir}/"),
+            "exports": package_exports(archive, f"{package_dir}/__init__.py"),
             "requires_dist": requires_dist(archive),
         }
 

@@ -6,7 +6,7 @@ import ast
 from typing import Dict, List, Optional
 
 from .archive import SourceArchive
-from .common import env_vars, load_yaml_text, module_names, requires_dist
+from .common import env_vars, load_yaml_text, module_names, package_exports, requires_dist
 from .pysrc import (
     ModuleInfo,
     ModuleSet,
@@ -145,5 +145,6 @@ def extract(archive: SourceArchive) -> Dict[str, object]:
         "identifiers": collect_identifiers(modules, all_py, with_keys=True),
         "values": collect_literal_values(modules, all_py),
         "modules": module_names(archive, "trl/"),
+        "exports": package_exports(archive, "trl/__init__.py"),
         "requires_dist": requires_dist(archive),
     }

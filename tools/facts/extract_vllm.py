@@ -9,7 +9,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from .archive import SourceArchive
 from .argparse_static import FlagCollector
-from .common import env_vars, module_names, requires_dist
+from .common import env_vars, module_names, package_exports, requires_dist
 from .pysrc import (
     ModuleInfo,
     ModuleSet,
@@ -365,5 +365,6 @@ def extract(archive: SourceArchive) -> Dict[str, object]:
         "values": collect_literal_values(modules, [p for p in archive.python_files("vllm/config/")]),
         "modules": module_names(archive, *MODULE_DIRS),
         "modules_cover": sorted(d.rstrip("/").replace("/", ".") for d in MODULE_DIRS),
+        "exports": package_exports(archive, "vllm/__init__.py"),
         "requires_dist": requires_dist(archive),
     }
