@@ -386,9 +386,6 @@ class Context:
 
     # ---- queries -------------------------------------------------------------------------------------------------
 
-    def env_names(self) -> Set[str]:
-        return set(self.env)
-
     def route_match(self, path: str) -> bool:
         path = path.rstrip("/") or "/"
         if path in self.routes:

@@ -6,7 +6,6 @@ import ast
 import hashlib
 import tarfile
 import zipfile
-from functools import cache
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional
 
@@ -33,6 +32,7 @@ class SourceArchive:
         self._zip: Optional[zipfile.ZipFile] = None
         self._tar: Optional[tarfile.TarFile] = None
         self._members: Dict[str, object] = {}
+        self._trees: Dict[str, ast.Module] = {}
         name = self.path.name
         if name.endswith(".whl") or name.endswith(".zip"):
             self._zip = zipfile.ZipFile(self.path)
@@ -51,6 +51,7 @@ class SourceArchive:
             raise ValueError(f"unsupported archive type: {name}")
 
     def close(self) -> None:
+        self._trees.clear()
         if self._zip is not None:
             self._zip.close()
         if self._tar is not None:
@@ -81,13 +82,13 @@ class SourceArchive:
             data = handle.read()
         return data.decode("utf-8", errors="replace")
 
-    def read_optional(self, path: str) -> Optional[str]:
-        return self.read_text(path) if self.has(path) else None
-
-    @cache  # noqa: B019 - one archive object lives for one refresh
     def parse(self, path: str) -> ast.Module:
-        """The AST of one Python member. A syntax error is fatal: the facts must not depend on the interpreter."""
-        return ast.parse(self.read_text(path), filename=path)
+        """The AST of one Python member (cached per archive). A syntax error is fatal: the facts must not depend on
+        the interpreter."""
+        tree = self._trees.get(path)
+        if tree is None:
+            tree = self._trees[path] = ast.parse(self.read_text(path), filename=path)
+        return tree
 
     def python_files(self, *prefixes: str) -> Iterator[str]:
         """Python members under any of ``prefixes`` (all of them when none is given), sorted."""

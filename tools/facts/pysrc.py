@@ -302,19 +302,6 @@ def class_record(modules: ModuleSet, module: ModuleInfo, node: ast.ClassDef) -> 
     return record
 
 
-def collect_classes(
-    modules: ModuleSet, paths: Iterable[str], name_filter=lambda name: True
-) -> Dict[str, Dict[str, object]]:
-    """``{qualified class name: class_record}`` for classes in ``paths`` whose name passes ``name_filter``."""
-    out: Dict[str, Dict[str, object]] = {}
-    for path in paths:
-        module = modules.by_path(path)
-        for name, node in module.classes.items():
-            if name_filter(name):
-                out[f"{module.name}.{name}"] = class_record(modules, module, node)
-    return out
-
-
 def add_base_closure(modules: ModuleSet, classes: Dict[str, Dict[str, object]], stop: Iterable[str] = ()) -> None:
     """Add every base class reachable inside the archive, so inherited fields can be resolved."""
     stop_set = set(stop)
