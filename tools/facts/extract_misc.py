@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable, Dict, List, Set
 
 from .archive import SourceArchive
@@ -114,6 +115,9 @@ def extract_transformers(archive: SourceArchive) -> Dict[str, object]:
     }
 
 
+_CONFIG_KEY_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
 def _deepspeed_config_keys(archive: SourceArchive, modules: ModuleSet) -> Dict[str, List[str]]:
     """Keys a DeepSpeed JSON config may hold: pydantic config-model fields with aliases, plus the string constants
     of DeepSpeed's ``constants.py`` / ``config.py`` / ``*_config.py`` modules (the top-level and section key names)."""
@@ -141,7 +145,8 @@ def _deepspeed_config_keys(archive: SourceArchive, modules: ModuleSet) -> Dict[s
     ]
     for path in key_files:
         for _name, value in string_constants(archive.parse(path)).items():
-            if isinstance(value, str) and value and " " not in value and value == value.lower():
+            # Only identifier-shaped values can be config keys (skips paths, ports and regexes in these modules).
+            if isinstance(value, str) and _CONFIG_KEY_RE.match(value):
                 constants.add(value)
     return {"any_level": sorted(model_keys | constants), "zero_optimization": sorted(zero_keys)}
 
