@@ -1,19 +1,24 @@
 """Config loading and launch-config lint rules for ``plan_training.py`` (a sibling module, not a command).
 
-Standard library only. YAML is read with PyYAML when it is importable, else with a small parser that covers the
-YAML subset Accelerate and TRL configs use (block mappings and sequences, flow ``[...]``/``{...}``, plain and quoted
-scalars, comments). Every rule is one function that returns ``Finding`` objects; each finding names the exact
-setting to change and the upstream file it comes from.
+Standard library only. YAML is read by the sibling module ``simple_yaml`` (PyYAML when it is importable, else its
+built-in reader for the YAML subset Accelerate and TRL configs use). Every rule is one function that returns
+``Finding`` objects; each finding names the exact setting to change and the upstream file it comes from.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
+
+_HERE = Path(__file__).resolve().parent
+if str(_HERE) not in sys.path:
+    sys.path.insert(0, str(_HERE))
+
+import simple_yaml  # noqa: E402
 
 TRL = "1.16.0"
 ACCELERATE = "1.15.0"
@@ -29,279 +34,17 @@ class PlanInputError(Exception):
 # YAML / JSON loading
 # --------------------------------------------------------------------------------------------------------------
 
-_BOOL_TRUE = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"}
-_BOOL_FALSE = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"}
-_NULLS = {"", "~", "null", "Null", "NULL"}
-_INT_RE = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
-# PyYAML (YAML 1.1) needs a dot for a float: "1e-5" stays a string there, and here too.
-_FLOAT_RE = re.compile(r"^[-+]?([0-9][0-9_]*)?\.[0-9_]*([eE][-+][0-9]+)?$")
-
-
-def _plain_scalar(text: str) -> Any:
-    if text in _NULLS:
-        return None
-    if text in _BOOL_TRUE:
-        return True
-    if text in _BOOL_FALSE:
-        return False
-    if _INT_RE.match(text):
-        return int(text.replace("_", ""))
-    if _FLOAT_RE.match(text) and text not in {".", "-.", "+."}:
-        return float(text.replace("_", ""))
-    if text.lower() in {".inf", "+.inf"}:
-        return math.inf
-    if text.lower() == "-.inf":
-        return -math.inf
-    return text
-
-
-class _YamlError(Exception):
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(message)
-        self.line = line
-        self.message = message
-
-
-def _strip_comment(line: str) -> str:
-    """Drop a ``#`` comment that is outside quotes and at the start or after whitespace."""
-    quote: Optional[str] = None
-    for index, char in enumerate(line):
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in "'\"":
-            quote = char
-        elif char == "#" and (index == 0 or line[index - 1] in " \t"):
-            return line[:index].rstrip()
-    return line.rstrip()
-
-
-def _parse_quoted(text: str, line: int) -> Tuple[str, str]:
-    """Parse a quoted scalar at the start of ``text``; return (value, rest)."""
-    quote = text[0]
-    out: List[str] = []
-    index = 1
-    while index < len(text):
-        char = text[index]
-        if quote == "'" and char == "'":
-            if index + 1 < len(text) and text[index + 1] == "'":
-                out.append("'")
-                index += 2
-                continue
-            return "".join(out), text[index + 1 :]
-        if quote == '"' and char == "\\" and index + 1 < len(text):
-            nxt = text[index + 1]
-            out.append({"n": "\n", "t": "\t", '"': '"', "\\": "\\", "/": "/"}.get(nxt, "\\" + nxt))
-            index += 2
-            continue
-        if quote == '"' and char == '"':
-            return "".join(out), text[index + 1 :]
-        out.append(char)
-        index += 1
-    raise _YamlError(line, f"unterminated {quote}-quoted string")
-
-
-def _parse_flow(text: str, line: int) -> Tuple[Any, str]:
-    """Parse a flow node (``[..]``, ``{..}``, quoted or plain scalar) at the start of ``text``."""
-    text = text.lstrip()
-    if not text:
-        raise _YamlError(line, "expected a value")
-    if text[0] in "'\"":
-        return _parse_quoted(text, line)
-    if text[0] == "[":
-        items: List[Any] = []
-        rest = text[1:].lstrip()
-        if rest.startswith("]"):
-            return items, rest[1:]
-        while True:
-            value, rest = _parse_flow(rest, line)
-            items.append(value)
-            rest = rest.lstrip()
-            if rest.startswith(","):
-                rest = rest[1:]
-                continue
-            if rest.startswith("]"):
-                return items, rest[1:]
-            raise _YamlError(line, "expected ',' or ']' in a flow sequence")
-    if text[0] == "{":
-        mapping: Dict[str, Any] = {}
-        rest = text[1:].lstrip()
-        if rest.startswith("}"):
-            return mapping, rest[1:]
-        while True:
-            key, rest = _parse_flow(rest, line)
-            rest = rest.lstrip()
-            if not rest.startswith(":"):
-                raise _YamlError(line, "expected ':' in a flow mapping")
-            value, rest = _parse_flow(rest[1:], line)
-            mapping[str(key)] = value
-            rest = rest.lstrip()
-            if rest.startswith(","):
-                rest = rest[1:].lstrip()
-                continue
-            if rest.startswith("}"):
-                return mapping, rest[1:]
-            raise _YamlError(line, "expected ',' or '}' in a flow mapping")
-    match = re.match(r"[^,\]\}]*", text)
-    token = match.group(0) if match else ""
-    # Inside flow context a plain scalar ends at ': ' too (for {a: 1}).
-    colon = re.search(r":(\s|$)", token)
-    if colon:
-        token = token[: colon.start()]
-    return _plain_scalar(token.strip()), text[len(token) :]
-
-
-def _parse_value_text(text: str, line: int) -> Any:
-    text = text.strip()
-    if not text:
-        return None
-    if text[0] in "|>":
-        raise _YamlError(line, "block scalars (| or >) are not supported by the built-in parser; install PyYAML")
-    if text[0] in "&*!":
-        raise _YamlError(line, "anchors, aliases and tags are not supported by the built-in parser; install PyYAML")
-    if text[0] in "[{'\"":
-        value, rest = _parse_flow(text, line)
-        if rest.strip():
-            raise _YamlError(line, f"unexpected text after a value: {rest.strip()!r}")
-        return value
-    if text.startswith("- ") or text == "-":
-        raise _YamlError(line, "a sequence cannot start on the same line as a mapping key")
-    if re.search(r":(\s|$)", text):
-        raise _YamlError(line, "mapping values are not allowed here (a second ':' on the line?)")
-    return _plain_scalar(text)
-
-
-def _split_key(content: str, line: int) -> Optional[Tuple[str, str]]:
-    """Split ``key: value``; return None when the line holds no mapping key."""
-    if content[0] in "'\"":
-        key, rest = _parse_quoted(content, line)
-        rest = rest.lstrip()
-        if not rest.startswith(":"):
-            return None
-        return key, rest[1:]
-    match = re.match(r"^([^:#\[\]\{\},]+?)\s*:(\s+|$)(.*)$", content)
-    if not match:
-        return None
-    return match.group(1), match.group(3)
-
-
-def parse_simple_yaml(text: str) -> Any:
-    """Parse the simple YAML of Accelerate/TRL configs. Raises ``_YamlError`` with a 1-based line number."""
-    lines: List[Tuple[int, int, str]] = []  # (line number, indent, content)
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if "\t" in raw[: len(raw) - len(raw.lstrip())]:
-            raise _YamlError(number, "tab characters are not allowed in YAML indentation")
-        content = _strip_comment(raw)
-        if not content.strip():
-            continue
-        if content.strip() in {"---", "..."} and not lines:
-            continue
-        if content.strip() == "---":
-            raise _YamlError(number, "several YAML documents in one file are not supported")
-        indent = len(content) - len(content.lstrip(" "))
-        lines.append((number, indent, content.strip()))
-    if not lines:
-        return None
-    value, index = _parse_block(lines, 0, lines[0][1])
-    if index != len(lines):
-        number, _indent, _content = lines[index]
-        raise _YamlError(number, "bad indentation")
-    return value
-
-
-def _parse_block(lines: List[Tuple[int, int, str]], index: int, indent: int) -> Tuple[Any, int]:
-    number, _, content = lines[index]
-    if content.startswith("- ") or content == "-":
-        return _parse_sequence(lines, index, indent)
-    if _split_key(content, number) is None:
-        if index + 1 < len(lines) and lines[index + 1][1] >= indent:
-            raise _YamlError(lines[index + 1][0], "expected a mapping key ('key: value')")
-        return _parse_value_text(content, number), index + 1
-    return _parse_mapping(lines, index, indent)
-
-
-def _parse_mapping(lines: List[Tuple[int, int, str]], index: int, indent: int) -> Tuple[Dict[str, Any], int]:
-    mapping: Dict[str, Any] = {}
-    while index < len(lines):
-        number, line_indent, content = lines[index]
-        if line_indent < indent:
-            break
-        if line_indent > indent:
-            raise _YamlError(number, "bad indentation of a mapping entry")
-        if content.startswith("- "):
-            raise _YamlError(number, "a sequence item where a mapping key was expected")
-        split = _split_key(content, number)
-        if split is None:
-            raise _YamlError(number, "expected a mapping key ('key: value')")
-        key, rest = split
-        if key in mapping:
-            raise _YamlError(number, f"duplicate key {key!r}")
-        index += 1
-        if rest.strip():
-            mapping[key] = _parse_value_text(rest, number)
-        elif index < len(lines) and (
-            lines[index][1] > indent or (lines[index][1] == indent and lines[index][2].startswith("- "))
-        ):
-            mapping[key], index = _parse_block(lines, index, lines[index][1])
-        else:
-            mapping[key] = None
-    return mapping, index
-
-
-def _parse_sequence(lines: List[Tuple[int, int, str]], index: int, indent: int) -> Tuple[List[Any], int]:
-    items: List[Any] = []
-    while index < len(lines):
-        number, line_indent, content = lines[index]
-        if line_indent < indent or not (content.startswith("- ") or content == "-"):
-            if line_indent > indent:
-                raise _YamlError(number, "bad indentation in a sequence")
-            break
-        if line_indent > indent:
-            raise _YamlError(number, "bad indentation of a sequence item")
-        body = content[1:].strip()
-        index += 1
-        if not body:
-            if index < len(lines) and lines[index][1] > indent:
-                value, index = _parse_block(lines, index, lines[index][1])
-                items.append(value)
-            else:
-                items.append(None)
-        elif _split_key(body, number) is not None and not body.startswith(("[", "{")):
-            # "- key: value" starts a mapping inside the sequence, indented past the dash.
-            inner_indent = indent + (len(content) - len(content[1:].lstrip()))
-            sub = [(number, inner_indent, body)]
-            while index < len(lines) and lines[index][1] >= inner_indent:
-                sub.append(lines[index])
-                index += 1
-            value, used = _parse_mapping(sub, 0, inner_indent)
-            if used != len(sub):
-                raise _YamlError(sub[used][0], "bad indentation inside a sequence item")
-            items.append(value)
-        else:
-            items.append(_parse_value_text(body, number))
-    return items, index
-
 
 def load_yaml_text(text: str, source: str, parser: str = "auto") -> Tuple[Any, str]:
     """Parse YAML text; return (data, parser used: ``"pyyaml"`` or ``"builtin"``). Raises ``PlanInputError``."""
-    if parser in ("auto", "pyyaml"):
-        try:
-            import yaml  # type: ignore[import-untyped]
-        except ImportError:
-            if parser == "pyyaml":
-                raise PlanInputError("--yaml-parser pyyaml was asked for, but PyYAML is not installed") from None
-        else:
-            try:
-                return yaml.safe_load(text), "pyyaml"
-            except yaml.YAMLError as exc:
-                mark = getattr(exc, "problem_mark", None)
-                where = f"{source}:{mark.line + 1}" if mark is not None else source
-                problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-                raise PlanInputError(f"{where}: malformed YAML (PyYAML): {problem}") from None
+    if parser == "pyyaml" and not simple_yaml.pyyaml_available():
+        raise PlanInputError("--yaml-parser pyyaml was asked for, but PyYAML is not installed")
     try:
-        return parse_simple_yaml(text), "builtin"
-    except _YamlError as exc:
-        raise PlanInputError(f"{source}:{exc.line}: malformed YAML (built-in parser): {exc.message}") from None
+        return simple_yaml.load(text, prefer_pyyaml=parser != "builtin")
+    except simple_yaml.YamlError as exc:
+        where = source if exc.line is None else f"{source}:{exc.line}"
+        used = "PyYAML" if exc.parser == "pyyaml" else "built-in parser"
+        raise PlanInputError(f"{where}: malformed YAML ({used}): {exc.message}") from None
 
 
 def load_config_file(path: str, parser: str = "auto") -> Tuple[Dict[str, Any], str]:
@@ -567,6 +310,11 @@ def _as_int(value: Any) -> Optional[int]:
         return int(str(value).strip())
     except ValueError:
         return None
+
+
+# Spellings read as booleans when a setting arrives as a string (a quoted YAML value, JSON, a CLI override).
+_BOOL_TRUE = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"}
+_BOOL_FALSE = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"}
 
 
 def _as_bool(value: Any) -> Optional[bool]:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-import plan_rules
 import plan_training as pt
 from conftest import REPO_ROOT, SCRIPTS_DIR
 
@@ -483,26 +482,8 @@ def test_hardware_json_from_the_diagnostic(capsys, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# YAML parsing: the built-in parser agrees with PyYAML on config-shaped documents
+# YAML loading (the reader itself: tests/test_simple_yaml.py)
 # ---------------------------------------------------------------------------------------------------------------
-
-YAML_DOCS = [
-    "compute_environment: LOCAL_MACHINE\ndistributed_type: \"NO\"\ndowncast_bf16: 'no'\ngpu_ids: all\n"
-    "mixed_precision: 'bf16'\nnum_processes: 8\ntpu_env: []\nuse_cpu: false\n",
-    "deepspeed_config:\n  zero_stage: 3\n  offload_param_device: none  # comment\n  zero3_init_flag: true\n"
-    "distributed_type: DEEPSPEED\nnum_processes: 4\n",
-    "model_name_or_path: Qwen/Qwen2.5-0.5B\nlearning_rate: 2.0e-5\nlora_target_modules:\n  - q_proj\n  - v_proj\n"
-    "env:\n  WANDB_PROJECT: test\nreward_funcs: [accuracy, 'format']\n"
-    "model_init_kwargs: {dtype: bfloat16, use_kernels: true}\n"
-    "bf16: True\nbeta: 0.04\nnull_value: ~\nurl: http://localhost:8000\n",
-    'items:\n- name: a\n  value: 1\n- name: b\n  value: 2\nquoted: "a # not a comment"\n',
-]
-
-
-@pytest.mark.parametrize("doc", YAML_DOCS)
-def test_builtin_yaml_parser_agrees_with_pyyaml(doc):
-    yaml = pytest.importorskip("yaml")
-    assert plan_rules.parse_simple_yaml(doc) == yaml.safe_load(doc)
 
 
 @pytest.mark.parametrize("parser", ["builtin", "pyyaml"])
