@@ -1467,104 +1467,6 @@ def accelerate_config_path(env: Dict[str, str]) -> str:
     return os.path.join(os.path.expanduser(hf_home), "accelerate", "default_config.yaml")
 
 
-_YAML_INT = re.compile(r"[-+]?(0|[1-9][0-9_]*)$")
-_YAML_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?$")
-
-
-class SimpleYamlError(ValueError):
-    """Raised by the fallback parser for YAML it does not understand."""
-
-
-def _yaml_scalar(text: str) -> Any:
-    """A plain or quoted YAML 1.1 scalar as PyYAML's safe_load reads it (booleans include yes/no/on/off)."""
-    text = text.strip()
-    if text.startswith("'"):
-        if not text.endswith("'") or len(text) < 2:
-            raise SimpleYamlError(f"unterminated quote: {text}")
-        return text[1:-1].replace("''", "'")
-    if text.startswith('"'):
-        if not text.endswith('"') or len(text) < 2:
-            raise SimpleYamlError(f"unterminated quote: {text}")
-        try:
-            return json.loads(text)
-        except ValueError as error:
-            raise SimpleYamlError(f"bad double-quoted string: {text}") from error
-    if text in ("", "~", "null", "Null", "NULL"):
-        return None
-    if text in ("true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"):
-        return True
-    if text in ("false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"):
-        return False
-    if text == "{}":
-        return {}
-    if text == "[]":
-        return []
-    if text.startswith("[") and text.endswith("]"):
-        return [_yaml_scalar(part) for part in text[1:-1].split(",") if part.strip()]
-    if text[0] in "{[&*!|>%@`":
-        raise SimpleYamlError(f"unsupported YAML syntax: {text}")
-    if _YAML_INT.match(text):
-        return int(text.replace("_", ""))
-    if _YAML_FLOAT.match(text) and any(c.isdigit() for c in text):
-        return float(text.replace("_", ""))
-    return text
-
-
-def parse_simple_yaml(text: str) -> Any:
-    """Parse the block-style mappings and lists that ``accelerate config`` writes (no anchors, no flow maps)."""
-    lines = []
-    for number, raw in enumerate(text.splitlines(), 1):
-        if "\t" in raw[: len(raw) - len(raw.lstrip())]:
-            raise SimpleYamlError(f"line {number}: tab indentation")
-        stripped = raw.split(" #", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
-        if stripped.strip() in ("", "---", "..."):
-            continue
-        lines.append((number, len(stripped) - len(stripped.lstrip()), stripped.strip()))
-    if not lines:
-        return None
-    value, position = _parse_block(lines, 0, lines[0][1])
-    if position != len(lines):
-        number = lines[position][0]
-        raise SimpleYamlError(f"line {number}: unexpected indentation")
-    return value
-
-
-def _parse_block(lines: List[Tuple[int, int, str]], position: int, indent: int) -> Tuple[Any, int]:
-    number, _, content = lines[position]
-    if content.startswith("- ") or content == "-":
-        items = []
-        while position < len(lines) and lines[position][1] == indent and lines[position][2].startswith("-"):
-            item = lines[position][2][1:].strip()
-            if not item:
-                raise SimpleYamlError(f"line {lines[position][0]}: nested list items are not supported")
-            items.append(_yaml_scalar(item))
-            position += 1
-        return items, position
-    mapping: Dict[str, Any] = {}
-    while position < len(lines):
-        number, current, content = lines[position]
-        if current < indent:
-            break
-        if current > indent:
-            raise SimpleYamlError(f"line {number}: unexpected indentation")
-        key, sep, rest = content.partition(":")
-        if not sep or (rest and not rest.startswith(" ")) or not key.strip():
-            raise SimpleYamlError(f"line {number}: expected 'key: value', got {content!r}")
-        key = key.strip().strip("'\"")
-        if key in mapping:
-            raise SimpleYamlError(f"line {number}: duplicate key {key!r}")
-        position += 1
-        if rest.strip():
-            mapping[key] = _yaml_scalar(rest)
-        elif position < len(lines) and lines[position][1] > current:
-            mapping[key], position = _parse_block(lines, position, lines[position][1])
-        elif position < len(lines) and lines[position][1] == current and lines[position][2].startswith("- "):
-            mapping[key], position = _parse_block(lines, position, current)
-        else:
-            mapping[key] = None
-    return mapping, position
-
-
 def _accelerate_schema(packages: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
     """Valid distributed types and config fields, read from the installed accelerate when possible."""
     schema = {
@@ -1623,19 +1525,14 @@ def read_accelerate_config(path: str, packages: Dict[str, Dict[str, Any]]) -> Di
             info["parser"] = "json"
             data = json.loads(text)
         else:
-            import importlib.util
+            import simple_yaml  # sibling module, imported only when there is a YAML config to read
 
-            if importlib.util.find_spec("yaml") is not None:
-                import yaml  # type: ignore[import-untyped]
-
-                info["parser"] = "pyyaml"
-                data = yaml.safe_load(text)
-            else:
-                info["parser"] = "builtin (PyYAML not installed)"
-                data = parse_simple_yaml(text)
+            info["parser"] = "pyyaml" if simple_yaml.pyyaml_available() else "builtin (PyYAML not installed)"
+            data, _parser = simple_yaml.load(text)
     except Exception as error:
+        shown = error.__cause__ or error  # a YamlError from PyYAML: name PyYAML's own exception
         info["status"] = "malformed"
-        info["problems"].append(f"{info['parser']} cannot parse it: {type(error).__name__}: {first_line(str(error))}")
+        info["problems"].append(f"{info['parser']} cannot parse it: {type(shown).__name__}: {first_line(str(shown))}")
         return info
     info["status"] = "found"
     if not isinstance(data, dict):

@@ -10,8 +10,6 @@ import yaml
 import check_optional_backends as cob
 from diagnostic_helpers import FIXTURES, add_dist, add_stack, backend, base_env, fake_nvidia_smi, run_script
 
-ACCELERATE_CONFIGS = sorted((FIXTURES / "accelerate").glob("*.yaml"))
-
 
 def yaml_dir(tmp: Path) -> Path:
     """A folder that holds only PyYAML (linked from the test venv)."""
@@ -44,37 +42,6 @@ def write_default_config(home: Path, text: str) -> Path:
 )
 def test_accelerate_config_lookup(env: dict, expected: str) -> None:
     assert cob.accelerate_config_path(env) == str(Path(expected).expanduser()) if expected.startswith("~") else expected
-
-
-# --- the fallback YAML reader agrees with PyYAML on what accelerate writes --------------------------------------------
-
-
-@pytest.mark.parametrize("path", ACCELERATE_CONFIGS, ids=lambda p: p.name)
-def test_builtin_yaml_matches_pyyaml_on_trl_configs(path: Path) -> None:
-    text = path.read_text(encoding="utf-8")
-    assert cob.parse_simple_yaml(text) == yaml.safe_load(text)
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "distributed_type: NO\nuse_cpu: yes\nnum_processes: 2\n",
-        "a: ~\nb: 'it''s'\nc: \"x\\ty\"\nd: 1.5\ne: -3\nf: {}\ng: [1, two]\n",
-        "gpu_ids: 0,1\nmain_process_ip: 10.0.0.1\nmain_process_port: 29500\n",
-        "# comment\nfsdp_config:\n  fsdp_version: 2  # inline comment\ncommands:\n- echo a\n- echo b\n",
-    ],
-)
-def test_builtin_yaml_scalars_match_pyyaml(text: str) -> None:
-    assert cob.parse_simple_yaml(text) == yaml.safe_load(text)
-
-
-@pytest.mark.parametrize(
-    "text",
-    ["a: [1, 2\n", "a: 'open\n", "key without colon\n", "a: 1\n   b: 2\n", "a: 1\na: 2\n", "a: &anchor 1\n"],
-)
-def test_builtin_yaml_rejects_what_it_cannot_read(text: str) -> None:
-    with pytest.raises(cob.SimpleYamlError):
-        cob.parse_simple_yaml(text)
 
 
 # --- the config as the report shows it --------------------------------------------------------------------------------
