@@ -1558,7 +1558,7 @@ def read_accelerate_config(path: str, packages: Dict[str, Dict[str, Any]]) -> Di
         elif dtype not in allowed:
             fatal.append(f"distributed_type {dtype!r} is not a valid value ({', '.join(allowed)})")
     known = schema["sagemaker_fields"] if environment == "AMAZON_SAGEMAKER" else schema["cluster_fields"]
-    unknown = sorted(set(data) - set(known) - {"fp16", "dynamo_backend"})
+    unknown = sorted(set(data) - set(known) - {"fp16", "dynamo_backend"}, key=str)  # YAML keys may be 1, true, null
     if unknown:
         fatal.append(f"unknown keys {unknown}: accelerate raises ValueError for them")
     precision = data.get("mixed_precision")

@@ -77,6 +77,7 @@ def test_fsdp2_config_is_summarised(tmp_path: Path, with_yaml: bool) -> None:
         ("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_TPU_V9\n", "'MULTI_TPU_V9' is not a valid value"),
         ("distributed_type: NO\n", "parsed as boolean False"),
         ("distributed_type: MULTI_GPU\nnum_gpus: 8\n", "unknown keys ['num_gpus']"),
+        ("distributed_type: MULTI_GPU\n1: x\nfoo: y\n", "unknown keys [1, 'foo']"),  # YAML reads 1 as an int
         ("mixed_precision: bf16\n", "distributed_type is missing"),
         ("- just\n- a list\n", "not a mapping"),
     ],
