@@ -32,7 +32,7 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
     DDP / 1 GPU   weights P*w + grads P*w + AdamW m,v 2*P*w (w = 4 for the float32 TRL loads by default,
                   2 with dtype bfloat16; adamw-8bit: 2 bytes/param) + DDP gradient buckets P*w when N > 1
                   (torch DistributedDataParallel gradient_as_bucket_view=False, accelerate's default)
-    ZeRO-2        2P + 18P/N; optimizer offload: 2P on GPU, host P*max(4n,16)*1.5 per node
+    ZeRO-2        2P + 18P/N; optimizer offload: 2P on GPU, host P*max(4N,16)*1.5 (DeepSpeed uses all GPUs here)
     ZeRO-3        4L + 18P/N; + optimizer offload: 4L + 2P/N; + param offload: 4L
                   (deepspeed/runtime/zero/stage_1_and_2.py and stage3.py @0.19.8,
                   estimate_zero{2,3}_model_states_mem_needs; host RAM per node as there, zero_init on)
@@ -1902,7 +1902,12 @@ def build_parser() -> argparse.ArgumentParser:
         "FSDP cannot shard); default bfloat16",
     )
     train = parser.add_argument_group("trainer and batch")
-    train.add_argument("--trainer", choices=TRAINERS, default="sft")
+    train.add_argument(
+        "--trainer",
+        choices=TRAINERS,
+        default=None,
+        help="the TRL trainer (default: inferred from --lint-trl-config when it has trainer-specific fields, else sft)",
+    )
     train.add_argument(
         "--seq-len",
         type=_positive_int,
@@ -1990,12 +1995,67 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Fields that only one trainer family's config has (TRL 1.16.0): AsyncGRPOConfig
+# (trl/experimental/async_grpo/async_grpo_config.py) and GRPOConfig/RLOOConfig (trl/trainer/grpo_config.py,
+# rloo_config.py; reward_funcs is their scripts' argument). The lint rules for GRPO and RLOO are the same.
+_ASYNC_GRPO_FIELDS = ("max_staleness", "weight_sync_steps", "max_inflight_tasks")
+_GRPO_FIELDS = (
+    "num_generations",
+    "use_vllm",
+    "vllm_mode",
+    "generation_batch_size",
+    "steps_per_generation",
+    "reward_funcs",
+)
+
+
+def infer_trainer(trl_config: Optional[Dict[str, Any]]) -> Tuple[Optional[str], List[str]]:
+    """The trainer a TRL config belongs to, judged by the trainer-specific fields it sets, and those fields."""
+    if not isinstance(trl_config, dict):
+        return None, []
+    async_keys = [key for key in _ASYNC_GRPO_FIELDS if key in trl_config]
+    if async_keys:
+        return "async-grpo", async_keys
+    grpo_keys = [key for key in _GRPO_FIELDS if key in trl_config]
+    if grpo_keys:
+        return "grpo", grpo_keys
+    return None, []
+
+
+def resolve_trainer(args: argparse.Namespace, trl_config: Optional[Dict[str, Any]]) -> Optional[plan_rules.Finding]:
+    """Set ``args.trainer`` when it was not given; return an info finding saying how it was chosen."""
+    if args.trainer is not None:
+        return None
+    inferred, keys = infer_trainer(trl_config)
+    args.trainer = inferred or "sft"
+    if trl_config is None:
+        return None
+    if inferred is None:
+        message = f"no trainer-specific fields in {args.lint_trl_config}: linted as an SFT config"
+    else:
+        message = f"trainer inferred as {inferred} from {', '.join(keys)} in {args.lint_trl_config}"
+        if inferred == "grpo":
+            message += " (RLOO has the same lint rules)"
+    return plan_rules.Finding(
+        id="trainer-inferred",
+        severity="info",
+        message=message,
+        fix="pass --trainer to choose it explicitly",
+        source="trl/trainer/grpo_config.py@1.16.0, trl/experimental/async_grpo/async_grpo_config.py@1.16.0",
+    )
+
+
 def run(args: argparse.Namespace) -> Tuple[Dict[str, Any], str, int]:
     planning = args.params is not None or args.model_config is not None
     linting = bool(args.lint_accelerate_config or args.lint_trl_config)
     if not planning and not linting:
         raise PlanInputError("nothing to do: give --params or --model-config, and/or a config to lint")
     yaml_parsers: List[str] = []
+    trl_cfg = None
+    if args.lint_trl_config:
+        trl_cfg, used = plan_rules.load_config_file(args.lint_trl_config, args.yaml_parser)
+        yaml_parsers.append(used)
+    trainer_note = resolve_trainer(args, trl_cfg)
     facts = None
     if args.model_config:
         data, used = plan_rules.load_config_file(args.model_config, args.yaml_parser)
@@ -2011,10 +2071,6 @@ def run(args: argparse.Namespace) -> Tuple[Dict[str, Any], str, int]:
         plan = build_plan(args, facts, hardware)
     findings: List[plan_rules.Finding] = []
     if linting:
-        trl_cfg = None
-        if args.lint_trl_config:
-            trl_cfg, used = plan_rules.load_config_file(args.lint_trl_config, args.yaml_parser)
-            yaml_parsers.append(used)
         acc, acc_label, used = plan_rules.resolve_accelerate(
             args.lint_accelerate_config, trl_cfg, args.lint_trl_config, args.yaml_parser
         )
@@ -2044,6 +2100,8 @@ def run(args: argparse.Namespace) -> Tuple[Dict[str, Any], str, int]:
             vllm_mode_cli=args.vllm_mode,
         )
         findings = plan_rules.run_lint(ctx)
+        if trainer_note:
+            findings.insert(0, trainer_note)
     result: Dict[str, Any] = {"schema_version": SCHEMA_VERSION, "tool": "plan_training.py"}
     if plan is not None:
         result.update(plan_dict(plan))

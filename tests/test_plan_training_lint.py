@@ -156,3 +156,47 @@ def test_unknown_preset_name_exits_2(capsys, tmp_path):
     cfg.write_text("accelerate_config: zero4\n")
     assert pt.main(["--lint-trl-config", str(cfg)]) == 2
     assert "not a TRL preset" in capsys.readouterr().err
+
+
+def _without_trainer(argv: list) -> list:
+    """The case's arguments with any --trainer removed, as a user who forgot it would type them."""
+    out, skip = [], False
+    for item in argv:
+        if skip:
+            skip = False
+            continue
+        if item == "--trainer":
+            skip = True
+            continue
+        if not item.startswith("--trainer="):
+            out.append(item)
+    return out
+
+
+def test_grpo_rules_run_when_the_trainer_is_inferred_from_the_trl_config(capsys):
+    """Forgetting --trainer must not silently skip the GRPO rules: the config's fields name the trainer."""
+    argv = _without_trainer(case_argv(LINT_DIR / "generation-batch" / "fail"))
+    _, findings = lint(capsys, argv)
+    ids = [f["id"] for f in findings]
+    assert "generation-batch" in ids
+    note = next(f for f in findings if f["id"] == "trainer-inferred")
+    assert note["severity"] == "info" and "grpo" in note["message"] and "num_generations" in note["message"]
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({"max_staleness": 4, "per_device_train_batch_size": 2}, "async-grpo"),
+        ({"num_generations": 8}, "grpo"),
+        ({"learning_rate": 1e-5, "max_length": 1024}, None),
+    ],
+)
+def test_trainer_inference_rules(config, expected):
+    assert pt.infer_trainer(config)[0] == expected
+
+
+def test_explicit_trainer_wins_and_adds_no_note(capsys, tmp_path):
+    trl_yaml = tmp_path / "trl.yaml"
+    trl_yaml.write_text("num_generations: 8\nper_device_train_batch_size: 4\n")
+    _, findings = lint(capsys, ["--lint-trl-config", str(trl_yaml), "--num-processes", "3", "--trainer", "sft"])
+    assert findings == []
