@@ -17,8 +17,14 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-import check_vllm_server as cvs
+import vllm_cli as vcli
+import vllm_data as vdata
+import vllm_fetch as vfetch
+import vllm_rules_replicas as vreplicas
+import vllm_rules_server as vrules
+import vllm_trl_facts as vfacts
 from fake_vllm_server import model_list, server_info
+from safe_output import Scrubber
 
 
 def snapshot(
@@ -31,27 +37,27 @@ def snapshot(
     info_status: int = 200,
     info_body: Optional[bytes] = None,
     health: int = 200,
-) -> cvs.Snapshot:
+) -> vdata.Snapshot:
     """A parsed snapshot as probe_server would leave it after four answered GETs."""
     if info is None:  # the fixture closest to the reported version
         info = server_info("0.27.1" if version.startswith("0.27") else "0.31.0")
-    snap = cvs.Snapshot(url=url)
-    snap.responses[cvs.ROUTE_HEALTH] = cvs.Response(cvs.ROUTE_HEALTH, status=health, body=b"")
-    snap.responses[cvs.ROUTE_VERSION] = cvs.Response(
-        cvs.ROUTE_VERSION, status=200, body=json.dumps({"version": version}).encode()
+    snap = vdata.Snapshot(url=url)
+    snap.responses[vdata.ROUTE_HEALTH] = vdata.Response(vdata.ROUTE_HEALTH, status=health, body=b"")
+    snap.responses[vdata.ROUTE_VERSION] = vdata.Response(
+        vdata.ROUTE_VERSION, status=200, body=json.dumps({"version": version}).encode()
     )
-    snap.responses[cvs.ROUTE_MODELS] = cvs.Response(
-        cvs.ROUTE_MODELS, status=200, body=json.dumps(models or model_list(adapters)).encode()
+    snap.responses[vdata.ROUTE_MODELS] = vdata.Response(
+        vdata.ROUTE_MODELS, status=200, body=json.dumps(models or model_list(adapters)).encode()
     )
     if info_status == 200:
         body = json.dumps(info).encode()
     else:
         body = info_body if info_body is not None else b'{"detail":"Not Found"}'
-    snap.responses[cvs.ROUTE_SERVER_INFO] = cvs.Response(cvs.ROUTE_SERVER_INFO, status=info_status, body=body)
+    snap.responses[vdata.ROUTE_SERVER_INFO] = vdata.Response(vdata.ROUTE_SERVER_INFO, status=info_status, body=body)
     return snap
 
 
-def intent(**overrides: Any) -> cvs.Intent:
+def intent(**overrides: Any) -> vdata.Intent:
     values: Dict[str, Any] = {
         "trainer": "async-grpo",
         "lora_rank": 16,
@@ -63,21 +69,21 @@ def intent(**overrides: Any) -> cvs.Intent:
         "auth_env": None,
     }
     values.update(overrides)
-    return cvs.Intent(**values)
+    return vdata.Intent(**values)
 
 
 TRL_RANGE = {"trl_installed": False, "trl_version": "1.16.0", "vllm_spec": ">=0.22.0,<=0.31.0", "source": "test"}
 
 
-def judge(snap: cvs.Snapshot, the_intent: cvs.Intent, local_vllm: Optional[str] = None):
-    return cvs.judge_server(snap, the_intent, TRL_RANGE, local_vllm)
+def judge(snap: vdata.Snapshot, the_intent: vdata.Intent, local_vllm: Optional[str] = None):
+    return vrules.judge_server(snap, the_intent, TRL_RANGE, local_vllm)
 
 
-def ids(findings: List[cvs.Finding], severity: Optional[str] = None) -> List[str]:
+def ids(findings: List[vdata.Finding], severity: Optional[str] = None) -> List[str]:
     return [f.id for f in findings if severity is None or f.severity == severity]
 
 
-def by_id(findings: List[cvs.Finding], finding_id: str) -> cvs.Finding:
+def by_id(findings: List[vdata.Finding], finding_id: str) -> vdata.Finding:
     matches = [f for f in findings if f.id == finding_id]
     assert len(matches) == 1, (finding_id, ids(findings))
     return matches[0]
@@ -94,7 +100,7 @@ def lora(info: Dict[str, Any]) -> Dict[str, Any]:
     ("rank", "expected"), [(1, 1), (2, 8), (8, 8), (9, 16), (16, 16), (17, 32), (300, 320), (512, 512), (513, None)]
 )
 def test_round_lora_rank_matches_vllm_choices(rank, expected):
-    assert cvs.round_lora_rank(rank) == expected
+    assert vrules.round_lora_rank(rank) == expected
 
 
 # --- the good server ------------------------------------------------------------------------------------------------
@@ -337,7 +343,7 @@ def test_installed_trl_range_is_read_from_its_metadata(tmp_path, monkeypatch):
         'Requires-Dist: accelerate>=1.10.1\nRequires-Dist: vllm<=0.27.1,>=0.22.0; extra == "vllm"\n'
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    found = cvs.trl_vllm_range()
+    found = vfacts.trl_vllm_range()
     assert found["trl_installed"] and found["trl_version"] == "9.9.0"
     assert sorted(found["vllm_spec"].split(",")) == ["<=0.27.1", ">=0.22.0"]
 
@@ -345,10 +351,10 @@ def test_installed_trl_range_is_read_from_its_metadata(tmp_path, monkeypatch):
 # --- across replicas ------------------------------------------------------------------------------------------------
 
 
-def replicas(*snaps: cvs.Snapshot, the_intent: Optional[cvs.Intent] = None) -> List[cvs.Finding]:
+def replicas(*snaps: vdata.Snapshot, the_intent: Optional[vdata.Intent] = None) -> List[vdata.Finding]:
     the_intent = the_intent or intent()
     outcomes = [judge(s, the_intent)[0] for s in snaps]
-    return cvs.check_replicas(snaps, outcomes, the_intent)
+    return vreplicas.check_replicas(snaps, outcomes, the_intent)
 
 
 def test_replica_missing_the_current_adapter_is_an_error_on_that_replica():
@@ -400,24 +406,28 @@ def test_agreeing_replicas_give_only_the_fanout_note():
         (socket.timeout("timed out"), "timeout"),
         (urllib.error.URLError(ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")), "tls"),
         (urllib.error.URLError(ssl.SSLCertVerificationError(1, "certificate verify failed")), "tls"),
-        (cvs.RedirectRefused(302, "http://evil:80"), "redirect"),
+        (vfetch.RedirectRefused(302, "http://evil:80"), "redirect"),
         (ConnectionResetError(104, "Connection reset by peer"), "connection"),
     ],
 )
 def test_classify_error(error, kind):
-    assert cvs.classify_error(error)[0] == kind
+    assert vfetch.classify_error(error)[0] == kind
 
 
 def test_unreachable_server_gets_one_error_and_no_outcome():
-    snap = cvs.Snapshot(url="http://a:8000")
-    snap.responses[cvs.ROUTE_HEALTH] = cvs.Response(cvs.ROUTE_HEALTH, error_kind="refused", error_detail="refused")
+    snap = vdata.Snapshot(url="http://a:8000")
+    snap.responses[vdata.ROUTE_HEALTH] = vdata.Response(
+        vdata.ROUTE_HEALTH, error_kind="refused", error_detail="refused"
+    )
     outcome, findings = judge(snap, intent())
     assert outcome.mode == "unknown" and ids(findings) == ["unreachable"]
 
 
 def test_auth_failure_names_the_flag_or_the_variable():
     snap = snapshot()
-    snap.responses[cvs.ROUTE_MODELS] = cvs.Response(cvs.ROUTE_MODELS, status=401, body=b'{"error":"Unauthorized"}')
+    snap.responses[vdata.ROUTE_MODELS] = vdata.Response(
+        vdata.ROUTE_MODELS, status=401, body=b'{"error":"Unauthorized"}'
+    )
     _, findings = judge(snap, intent())
     assert "--auth-env" in by_id(findings, "auth-required").fix
     _, findings = judge(snap, intent(auth_env="VLLM_TOKEN"))
@@ -426,8 +436,8 @@ def test_auth_failure_names_the_flag_or_the_variable():
 
 def test_html_body_is_reported_as_non_json():
     snap = snapshot()
-    snap.responses[cvs.ROUTE_VERSION] = cvs.Response(
-        cvs.ROUTE_VERSION, status=200, body=b"<html><body>Sign in</body></html>", content_type="text/html"
+    snap.responses[vdata.ROUTE_VERSION] = vdata.Response(
+        vdata.ROUTE_VERSION, status=200, body=b"<html><body>Sign in</body></html>", content_type="text/html"
     )
     _, findings = judge(snap, intent())
     assert "an HTML page" in by_id(findings, "non-json").message
@@ -445,23 +455,24 @@ def test_html_body_is_reported_as_non_json():
     ],
 )
 def test_normalize_url(raw, expected):
-    assert cvs.normalize_url(raw) == expected
+    assert vcli.normalize_url(raw) == expected
 
 
 @pytest.mark.parametrize("raw", ["ftp://host", "host:8000", "http://user:s3cr3t-pass@host:8000", "http://h:8000/?a=1"])
 def test_normalize_url_rejects_and_never_echoes_credentials(raw):
-    with pytest.raises(cvs.UsageError) as caught:
-        cvs.normalize_url(raw)
+    with pytest.raises(vcli.UsageError) as caught:
+        vcli.normalize_url(raw)
     assert "s3cr3t" not in str(caught.value)
 
 
-def test_redactor_replaces_the_token():
-    redact = cvs.Redactor("tok-123456")
-    assert redact("header Bearer tok-123456 seen") == "header Bearer <redacted> seen"
+def test_scrubber_replaces_a_registered_token():
+    scrubber = Scrubber()
+    scrubber.add("tok-123456")
+    assert scrubber("header Bearer tok-123456 seen") == "header Bearer <redacted> seen"
 
 
 def test_parser_exposes_the_documented_flags_and_help():
-    parser = cvs.build_parser()
+    parser = vcli.build_parser()
     flags = {opt for action in parser._actions for opt in action.option_strings}
     assert {
         "--vllm-url",
@@ -479,34 +490,34 @@ def test_parser_exposes_the_documented_flags_and_help():
         "--no-importance-sampling-correction",
     } <= flags
     text = parser.format_help()
-    for route in cvs.ROUTES:
+    for route in vdata.ROUTES:
         assert route in text
     assert "exit codes" in text and "--require given and the verdict is not ok" in text
     assert parser.get_default("max_staleness") == 4 and parser.get_default("trainer") == "async-grpo"
 
 
 def test_a_proxy_refusing_every_route_gives_one_auth_finding():
-    snap = cvs.Snapshot(url="http://a:8000")
-    for route in cvs.ROUTES:
-        snap.responses[route] = cvs.Response(route, status=401, body=b"")
+    snap = vdata.Snapshot(url="http://a:8000")
+    for route in vdata.ROUTES:
+        snap.responses[route] = vdata.Response(route, status=401, body=b"")
     _, findings = judge(snap, intent())
     assert ids(findings) == ["auth-required"]
     assert "Same on GET /version, GET /v1/models" in findings[0].message
 
 
 def test_html_answers_leave_dev_mode_and_version_unknown_without_extra_noise():
-    snap = cvs.Snapshot(url="http://a:8000")
-    snap.responses[cvs.ROUTE_HEALTH] = cvs.Response(cvs.ROUTE_HEALTH, status=200, body=b"")
-    for route in cvs.ROUTES[1:]:
-        snap.responses[route] = cvs.Response(route, status=200, body=b"<html></html>", content_type="text/html")
+    snap = vdata.Snapshot(url="http://a:8000")
+    snap.responses[vdata.ROUTE_HEALTH] = vdata.Response(vdata.ROUTE_HEALTH, status=200, body=b"")
+    for route in vdata.ROUTES[1:]:
+        snap.responses[route] = vdata.Response(route, status=200, body=b"<html></html>", content_type="text/html")
     outcome, findings = judge(snap, intent())
     assert snap.dev_mode is None and outcome.mode == "unknown"
     assert ids(findings) == ["non-json"]
 
 
 def test_a_v1_suffix_on_the_base_url_is_named_in_the_fix():
-    snap = cvs.Snapshot(url="http://a:8000/v1")
-    snap.responses[cvs.ROUTE_HEALTH] = cvs.Response(cvs.ROUTE_HEALTH, status=404, body=b'{"detail":"Not Found"}')
+    snap = vdata.Snapshot(url="http://a:8000/v1")
+    snap.responses[vdata.ROUTE_HEALTH] = vdata.Response(vdata.ROUTE_HEALTH, status=404, body=b'{"detail":"Not Found"}')
     _, findings = judge(snap, intent())
     assert "drop the trailing /v1" in by_id(findings, "not-vllm").fix
 
@@ -515,8 +526,8 @@ def test_peft_config_note_only_when_trl_would_validate_the_adapter():
     the_intent = intent()
     good = snapshot()
     off = snapshot(info_status=404)
-    assert "adapter-config-unseen" in ids(cvs.global_notes([good], the_intent, [judge(good, the_intent)[0]]))
-    assert cvs.global_notes([off], the_intent, [judge(off, the_intent)[0]]) == []
+    assert "adapter-config-unseen" in ids(vrules.global_notes([good], the_intent, [judge(good, the_intent)[0]]))
+    assert vrules.global_notes([off], the_intent, [judge(off, the_intent)[0]]) == []
 
 
 def test_probe_all_returns_at_the_deadline_even_if_a_request_never_returns(monkeypatch):
@@ -526,17 +537,17 @@ def test_probe_all_returns_at_the_deadline_even_if_a_request_never_returns(monke
     def hanging_fetch(opener, base_url, route, headers, timeout_s, deadline):
         if "hung" in base_url:
             release.wait(30)
-        return cvs.Response(route, status=200, body=b'{"version": "0.31.0"}')
+        return vdata.Response(route, status=200, body=b'{"version": "0.31.0"}')
 
-    monkeypatch.setattr(cvs, "fetch", hanging_fetch)
+    monkeypatch.setattr(vfetch, "fetch", hanging_fetch)
     started = time.monotonic()
     try:
-        snaps = cvs.probe_all(["http://hung:8000", "http://fine:8000"], {}, 0.2, 0.5)
+        snaps = vfetch.probe_all(["http://hung:8000", "http://fine:8000"], {}, 0.2, 0.5)
     finally:
         release.set()
     assert time.monotonic() - started < 1.5
     hung, fine = snaps
-    assert hung.responses[cvs.ROUTE_HEALTH].error_kind == "deadline"
+    assert hung.responses[vdata.ROUTE_HEALTH].error_kind == "deadline"
     assert all(r.status == 200 for r in fine.responses.values()) and len(fine.responses) == 4
 
 
@@ -544,9 +555,9 @@ def test_proxy_for_follows_the_environment_and_hides_proxy_credentials(monkeypat
     for name in ("http_proxy", "https_proxy", "no_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.upper(), raising=False)
-    assert cvs.proxy_for("http://replica-a:8000") is None
+    assert vfetch.proxy_for("http://replica-a:8000") is None
     monkeypatch.setenv("HTTP_PROXY", "http://user:pw@proxy.example:3128")
     monkeypatch.setenv("NO_PROXY", "replica-b")
-    assert cvs.proxy_for("http://replica-a:8000") == "http://proxy.example:3128"
-    assert cvs.proxy_for("http://replica-b:8000") is None
-    assert cvs.proxy_for("https://replica-a:8000") is None  # no HTTPS_PROXY
+    assert vfetch.proxy_for("http://replica-a:8000") == "http://proxy.example:3128"
+    assert vfetch.proxy_for("http://replica-b:8000") is None
+    assert vfetch.proxy_for("https://replica-a:8000") is None  # no HTTPS_PROXY
