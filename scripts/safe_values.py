@@ -24,6 +24,7 @@ __all__ = [
     "MAX_DIGITS",
     "MAX_NODES",
     "InvalidValue",
+    "NotJson",
     "bounded_float",
     "bounded_int",
     "check_tree",
@@ -43,6 +44,10 @@ Number = Union[int, float]
 
 class InvalidValue(ValueError):
     """A value of the wrong type or out of range. The message names the value and says what was expected."""
+
+
+class NotJson(InvalidValue):
+    """Text that is not JSON at all (a syntax error or not UTF-8), as opposed to JSON out of bounds."""
 
 
 def short(value: Any, limit: int = 40) -> str:
@@ -188,7 +193,7 @@ def load_json(
         try:
             data = data.decode("utf-8")
         except UnicodeDecodeError:
-            raise InvalidValue(f"{label} is not UTF-8 text") from None
+            raise NotJson(f"{label} is not UTF-8 text") from None
     try:
         value = json.loads(data, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
     except InvalidValue as error:
@@ -198,6 +203,6 @@ def load_json(
     except ValueError as error:
         message = str(error).split(":")[0] if isinstance(error, json.JSONDecodeError) else type(error).__name__
         where = f" (line {error.lineno}, column {error.colno})" if isinstance(error, json.JSONDecodeError) else ""
-        raise InvalidValue(f"{label} is not valid JSON: {message}{where}") from None
+        raise NotJson(f"{label} is not valid JSON: {message}{where}") from None
     check_tree(value, label, max_depth, max_nodes)
     return value

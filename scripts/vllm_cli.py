@@ -6,12 +6,14 @@ import argparse
 import os
 import re
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Optional, Sequence
 
 from safe_output import SCRUBBER, clean_tree, dumps_strict, emit, escape_controls, fit_width, progress
+from safe_values import InvalidValue, bounded_float, bounded_int, integer
 from vllm_data import (
     ASYNC_GRPO_DEFAULT_MAX_STALENESS,
     DEFAULT_DEADLINE_S,
@@ -30,10 +32,12 @@ from vllm_trl_facts import local_vllm_version, trl_vllm_range
 # --------------------------------------------------------------------------------------------------------------------
 
 EPILOG = f"""\
-what it reads (GET only, nothing else, ever):
+what it reads (GET only; the one other request is a proxy CONNECT, below):
   /health  /version  /v1/models  /server_info?config_format=json
   /server_info exists only when the server runs with VLLM_SERVER_DEV_MODE=1; a 404 there means dev mode is off.
   It never sends POST, never loads, unloads, pauses or resumes anything, and never starts a server.
+  One exception to 'GET only' on the wire: with HTTPS_PROXY set, an https:// URL is reached through a CONNECT
+  request to the proxy (the tunnel urllib opens); the requests inside the tunnel are still these GETs.
 
 what it checks, per server and across servers:
   reachability (refused, dns, timeout, tls, redirect, 401/403, 404, non-JSON), vLLM version against the range the
@@ -112,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-staleness",
-        type=int,
+        type=bounded_int(0, 1_000_000),
         default=ASYNC_GRPO_DEFAULT_MAX_STALENESS,
         metavar="N",
         help="AsyncGRPOConfig.max_staleness; the server needs --max-loras >= N + 2 (default: %(default)s, "
@@ -120,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-length",
-        type=int,
+        type=bounded_int(1, 1_000_000_000),
         metavar="TOKENS",
         help="longest prompt + completion in tokens (e.g. max prompt length + max_completion_length); "
         "checked against max_model_len",
@@ -151,14 +155,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=bounded_float(0, 3600, exclusive_minimum=True),
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help="per-request connect/read timeout (default: %(default)s)",
     )
     parser.add_argument(
         "--deadline",
-        type=float,
+        type=bounded_float(0, 86_400, exclusive_minimum=True),
         default=DEFAULT_DEADLINE_S,
         metavar="SECONDS",
         help="bound on the whole run, all servers together (default: %(default)s)",
@@ -204,11 +208,9 @@ def parse_intent(args: argparse.Namespace) -> Intent:
         rank: Optional[int] = None
     else:
         try:
-            rank = int(raw_rank)
-        except ValueError:
-            raise UsageError("--lora-rank must be a positive integer or 'full'") from None
-        if rank < 1:
-            raise UsageError("--lora-rank must be a positive integer or 'full'")
+            rank = integer(raw_rank, "--lora-rank", 1, 1_000_000)
+        except InvalidValue:
+            raise UsageError("--lora-rank must be a whole number from 1 to 1000000, or 'full'") from None
     if args.max_staleness < 0:
         raise UsageError("--max-staleness must be >= 0")
     if args.max_length is not None and args.max_length < 1:
@@ -256,6 +258,7 @@ def read_token(name: Optional[str]) -> Optional[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Parse, probe, judge, print. Exit 0 report, 1 --require not met, 2 usage error (crashes: see run_cli)."""
+    started = time.monotonic()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.auth_env is not None and not _ENV_NAME_RE.match(args.auth_env):
@@ -270,12 +273,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     headers = {"Accept": "application/json", "User-Agent": f"{TOOL}/{SCHEMA_VERSION} (read-only pre-flight)"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    timeout = min(args.timeout, args.deadline)
+    # The deadline bounds the whole run: keep a reserve for judging and printing after the probes.
+    probe_s = max(0.05, args.deadline - min(1.0, 0.15 * args.deadline) - (time.monotonic() - started))
+    timeout = min(args.timeout, probe_s)
     with progress(f"probing {len(urls)} server(s)"):
-        snaps = probe_all(urls, headers, timeout, args.deadline)
+        snaps = probe_all(urls, headers, timeout, probe_s)
     headers.clear()
     report = build_report(snaps, intent, trl_vllm_range(), local_vllm_version())
-    output = dumps_strict(report) if args.json else fit_width(render_text(clean_tree(report)))
+    output = (
+        dumps_strict(report)
+        if args.json
+        else fit_width(render_text(clean_tree(report), True if args.require else None))
+    )
     emit(output)
     if args.require and report["verdict"] != "ok":
         return 1

@@ -3,10 +3,12 @@ what a server published (Response, Snapshot) and what the rules conclude (Findin
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
+
+from safe_output import clip
+from safe_values import InvalidValue, NotJson, load_json, short
 
 SCHEMA_VERSION = 1
 TOOL = "check_vllm_server"
@@ -145,19 +147,34 @@ class Response:
     error_kind: Optional[str] = None  # refused dns timeout tls redirect connection protocol deadline too-large
     error_detail: str = ""
     elapsed_s: float = 0.0
+    _parsed: Optional[Tuple[Optional[Any], Optional[str]]] = field(default=None, repr=False, compare=False)
 
     @property
     def transport_failed(self) -> bool:
         return self.error_kind is not None
 
     def json(self) -> Tuple[Optional[Any], Optional[str]]:
-        """(parsed JSON, None) or (None, why not)."""
+        """(parsed JSON, None) or (None, why not). Strict and bounded (safe_values.load_json); parsed once."""
+        if self._parsed is None:
+            self._parsed = self._parse()
+        return self._parsed
+
+    def _parse(self) -> Tuple[Optional[Any], Optional[str]]:
         if self.body is None:
             return None, "no body"
         try:
-            return json.loads(self.body.decode("utf-8")), None
-        except (UnicodeDecodeError, ValueError):
+            return load_json(self.body, "the body", max_bytes=MAX_BODY_BYTES), None
+        except NotJson:
             return None, describe_non_json(self.body, self.content_type)
+        except InvalidValue as error:
+            return None, "JSON that " + str(error).split("the body ", 1)[-1]
+
+    def shape_problem(self) -> Optional[str]:
+        """Why this 200 answer cannot be vLLM's (a field of the wrong type or out of range), or None."""
+        data, why = self.json()
+        if why is not None or self.status != 200:
+            return None
+        return answer_shape_problem(self.path, data)
 
 
 @dataclass
@@ -167,6 +184,7 @@ class Snapshot:
     url: str
     responses: Dict[str, Response] = field(default_factory=dict)
     unfinished: Optional[str] = None  # the route still in flight when the deadline struck
+    done: bool = False  # the probe of this server ended (answered or failed) before the deadline
 
     def get(self, route: str) -> Optional[Response]:
         return self.responses.get(route)
@@ -176,6 +194,8 @@ class Snapshot:
         if response is None or response.transport_failed or response.status != 200:
             return None
         data, _ = response.json()
+        if response.shape_problem() is not None:
+            return None  # reported once as a finding; the rules see the route as unanswered
         return data
 
     # --- parsed views -------------------------------------------------------------------------------------------
@@ -256,8 +276,100 @@ class Snapshot:
 
 
 def describe_non_json(body: bytes, content_type: str) -> str:
-    text = body[:400].decode("utf-8", errors="replace")
-    snippet = re.sub(r"\s+", " ", "".join(ch for ch in text if ch.isprintable() or ch.isspace())).strip()[:60]
-    kind = "an HTML page" if ("html" in content_type.lower() or snippet.lstrip().startswith("<")) else "not JSON"
-    ct = content_type or "no Content-Type"
-    return f"{kind} ({ct}; starts {snippet!r})" if snippet else f"an empty body ({ct})"
+    """What a non-JSON body is, with its first characters (scrubbed before they are cut, escaped)."""
+    text = re.sub(r"\s+", " ", body[:400].decode("utf-8", errors="replace")).strip()
+    snippet = clip(text, 60)
+    kind = "an HTML page" if ("html" in content_type.lower() or text.startswith("<")) else "not JSON"
+    ct = clip(content_type, 80) or "no Content-Type"
+    return f"{kind} ({ct}; starts '{snippet}')" if snippet else f"an empty body ({ct})"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Shapes: what the fields the rules read must look like in an answer from vLLM
+# --------------------------------------------------------------------------------------------------------------------
+
+_VERSION_RE = re.compile(r"^[0-9A-Za-z.+!_-]{1,64}$")
+_BIG = 2**40
+# (section, field) -> allowed type(s) and, for ints, the range. None is always allowed.
+_INT = ("int", 0, _BIG)
+_STR = ("str", 256)
+_FLAG = ("bool",)
+_SECTION_FIELDS: Dict[str, Dict[str, Tuple[Any, ...]]] = {
+    "model_config": {"max_model_len": _INT, "logprobs_mode": _STR, "dtype": _STR, "model": ("str", 4096)},
+    "parallel_config": {
+        "tensor_parallel_size": _INT,
+        "pipeline_parallel_size": _INT,
+        "data_parallel_size": _INT,
+        "data_parallel_size_local": _INT,
+        "data_parallel_external_lb": _FLAG,
+        "data_parallel_hybrid_lb": _FLAG,
+    },
+    "lora_config": {"max_lora_rank": _INT, "max_loras": _INT, "max_cpu_loras": _INT},
+    "weight_transfer_config": {"backend": _STR},
+}
+
+
+def _field_problem(where: str, value: Any, rule: Tuple[Any, ...]) -> Optional[str]:
+    if value is None:
+        return None
+    kind = rule[0]
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{where} is {type(value).__name__}, not an integer"
+        if not rule[1] <= value <= rule[2]:
+            return f"{where} is out of range ({short(value)})"
+    elif kind == "str":
+        if not isinstance(value, str):
+            return f"{where} is {type(value).__name__}, not a string"
+        if len(value) > rule[1]:
+            return f"{where} is a string of {len(value):,} characters"
+    elif kind == "bool" and not isinstance(value, bool):
+        return f"{where} is {type(value).__name__}, not true/false"
+    return None
+
+
+def answer_shape_problem(route: str, data: Any) -> Optional[str]:
+    """The first field (of those the rules read) whose type or range vLLM would never send, or None."""
+    if not isinstance(data, dict):
+        return f"the answer is a JSON {type(data).__name__}, not an object"
+    if route == ROUTE_VERSION:
+        version = data.get("version")
+        if version is not None and (not isinstance(version, str) or not _VERSION_RE.match(version)):
+            return f"`version` is not a version string ({short(version)})"
+    elif route == ROUTE_MODELS:
+        cards = data.get("data")
+        if cards is None:
+            return None
+        if not isinstance(cards, list):
+            return f"`data` is {type(cards).__name__}, not a list"
+        if len(cards) > 100_000:
+            return f"`data` lists {len(cards):,} models"
+        for index, card in enumerate(cards):
+            if not isinstance(card, dict):
+                return f"`data[{index}]` is {type(card).__name__}, not an object"
+            for name, rule in (("id", ("str", 4096)), ("parent", ("str", 4096)), ("max_model_len", _INT)):
+                problem = _field_problem(f"`data[{index}].{name}`", card.get(name), rule)
+                if problem:
+                    return problem
+            if not isinstance(card.get("id"), str):
+                return f"`data[{index}].id` is missing"
+    elif route == ROUTE_SERVER_INFO:
+        config = data.get("vllm_config")
+        if isinstance(config, dict):
+            for section, fields in _SECTION_FIELDS.items():
+                value = config.get(section)
+                if value is None:
+                    continue
+                if not isinstance(value, dict):
+                    return f"`vllm_config.{section}` is {type(value).__name__}, not an object"
+                for name, rule in fields.items():
+                    problem = _field_problem(f"`vllm_config.{section}.{name}`", value.get(name), rule)
+                    if problem:
+                        return problem
+        env = data.get("vllm_env")
+        if env is not None and not isinstance(env, dict):
+            return f"`vllm_env` is {type(env).__name__}, not an object"
+        flag = (env or {}).get("VLLM_ALLOW_RUNTIME_LORA_UPDATING")
+        if flag is not None and not isinstance(flag, (str, bool, int)):
+            return f"`vllm_env.VLLM_ALLOW_RUNTIME_LORA_UPDATING` is {type(flag).__name__}"
+    return None

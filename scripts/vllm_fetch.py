@@ -3,8 +3,10 @@ the shared ``safe_read.http_get``, every server probed in parallel within one to
 
 from __future__ import annotations
 
-import contextlib
+import collections
+import functools
 import http.client
+import os
 import socket
 import ssl
 import threading
@@ -14,6 +16,8 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from safe_output import clip
+from safe_read import http_get
 from vllm_data import MAX_BODY_BYTES, MAX_SAME_ORIGIN_REDIRECTS, ROUTES, Response, Snapshot
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -66,11 +70,22 @@ def build_opener() -> urllib.request.OpenerDirector:
     )
 
 
+def _proxies() -> Dict[str, str]:
+    """urllib's proxies from the environment, computed once per distinct set of *_proxy variables."""
+    key = tuple(sorted((k, v) for k, v in os.environ.items() if k.lower().endswith("_proxy")))
+    return _proxies_for(key)
+
+
+@functools.lru_cache(maxsize=4)
+def _proxies_for(key: Tuple[Tuple[str, str], ...]) -> Dict[str, str]:
+    return dict(urllib.request.getproxies())
+
+
 def proxy_for(url: str) -> Optional[str]:
     """The proxy urllib will use for ``url`` (from HTTP_PROXY/HTTPS_PROXY, minus NO_PROXY), as scheme://host:port."""
     try:
         parts = urllib.parse.urlsplit(url)
-        proxy = urllib.request.getproxies().get(parts.scheme.lower())
+        proxy = _proxies().get(parts.scheme.lower())
         if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
             return None
         return display_origin(proxy if "://" in proxy else f"http://{proxy}")
@@ -79,7 +94,13 @@ def proxy_for(url: str) -> Optional[str]:
 
 
 def classify_error(exc: BaseException) -> Tuple[str, str]:
-    """(kind, detail) for a failed request: refused, dns, timeout, tls, redirect, connection, protocol."""
+    """(kind, detail) for a failed request: refused, dns, timeout, tls, redirect, connection, protocol.
+    The detail is clipped, escaped and scrubbed: an error message can quote what the server sent."""
+    kind, detail = _classify(exc)
+    return kind, clip(detail, 200)
+
+
+def _classify(exc: BaseException) -> Tuple[str, str]:
     if isinstance(exc, RedirectRefused):
         return "redirect", str(exc)
     reason: Any = exc.reason if isinstance(exc, urllib.error.URLError) else exc
@@ -95,8 +116,6 @@ def classify_error(exc: BaseException) -> Tuple[str, str]:
         return "refused", "connection refused: nothing listens on that host and port"
     if isinstance(reason, http.client.HTTPException):
         return "protocol", f"not an HTTP response ({type(reason).__name__}: {reason})"
-    if isinstance(reason, OSError):
-        return "connection", f"{type(reason).__name__}: {reason}"
     return "connection", f"{type(reason).__name__}: {reason}"
 
 
@@ -108,53 +127,21 @@ def fetch(
     timeout_s: float,
     deadline: float,
 ) -> Response:
-    """GET base_url + route with a per-request timeout, never reading past the total deadline."""
-    result = Response(path=route)
-    started = time.monotonic()
-    remaining = deadline - started
-    if remaining <= 0:
-        result.error_kind, result.error_detail = "deadline", "total deadline reached before this request"
-        return result
-    request = urllib.request.Request(base_url + route, method="GET")
-    for name, value in headers.items():
-        request.add_header(name, value)
-    response: Any = None
-    try:
-        try:
-            response = opener.open(request, timeout=min(timeout_s, remaining))
-        except urllib.error.HTTPError as error:  # a status >= 400 is an answer, not a failure to connect
-            response = error
-        result.status = int(getattr(response, "code", None) or response.status)
-        result.content_type = response.headers.get("Content-Type", "") if response.headers else ""
-        if getattr(response, "fp", True) is None:  # an HTTPError without a body
-            result.body = b""
-            return result
-        # read1 returns after one socket read, so a server that drips bytes cannot outlast the deadline check.
-        read = getattr(response, "read1", None) or response.read
-        chunks: List[bytes] = []
-        size = 0
-        while True:
-            if time.monotonic() >= deadline:
-                result.error_kind, result.error_detail = "deadline", "total deadline reached while reading the body"
-                return result
-            chunk = read(65536)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                result.error_kind = "too-large"
-                result.error_detail = f"body larger than {MAX_BODY_BYTES} bytes"
-                return result
-            chunks.append(chunk)
-        result.body = b"".join(chunks)
-    except Exception as exc:  # every failure becomes a classified, printable result
-        result.error_kind, result.error_detail = classify_error(exc)
-    finally:
-        result.elapsed_s = round(time.monotonic() - started, 3)
-        if response is not None:
-            with contextlib.suppress(Exception):
-                response.close()
+    """GET base_url + route through the shared bounded reader (body cap, no decompression, total deadline)."""
+    got = http_get(opener, base_url + route, headers, timeout_s, deadline, MAX_BODY_BYTES)
+    result = Response(path=route, status=got.status, body=got.body, elapsed_s=got.elapsed_s)
+    result.content_type = got.content_type
+    if got.error_kind == "exception" and got.exception is not None:
+        result.status = None
+        result.error_kind, result.error_detail = classify_error(got.exception)
+    elif got.error_kind is not None:
+        result.error_kind, result.error_detail = got.error_kind, got.error_detail
+        if got.error_kind != "redirect-loop":
+            result.status = None if got.error_kind == "deadline" else result.status
     return result
+
+
+MAX_WORKERS = 16  # parallel probes; more threads only fight over the GIL (300 threads took 10 s just to start)
 
 
 def probe_server(
@@ -167,38 +154,54 @@ def probe_server(
 ) -> None:
     """Fill ``snapshot`` route by route; stop at the first transport failure (the rest would fail the same way)."""
     opener = build_opener()
-    for route in ROUTES:
+    try:
+        for route in ROUTES:
+            with lock:
+                snapshot.unfinished = route
+            result = fetch(opener, url, route, headers, timeout_s, deadline)
+            with lock:
+                snapshot.responses[route] = result
+                snapshot.unfinished = None
+            if result.transport_failed:
+                return
+    finally:
         with lock:
-            snapshot.unfinished = route
-        result = fetch(opener, url, route, headers, timeout_s, deadline)
-        with lock:
-            snapshot.responses[route] = result
-            snapshot.unfinished = None
-        if result.transport_failed:
-            return
+            snapshot.done = True
 
 
-def probe_all(urls: Sequence[str], headers: Dict[str, str], timeout_s: float, deadline_s: float) -> List[Snapshot]:
-    """Probe every server in parallel; return within ``deadline_s`` even if DNS or a socket hangs."""
+def probe_all(
+    urls: Sequence[str], headers: Dict[str, str], timeout_s: float, deadline_s: float, workers: int = MAX_WORKERS
+) -> List[Snapshot]:
+    """Probe every server in parallel (a bounded pool of threads); return within ``deadline_s`` even if DNS or a
+    socket hangs. A server not finished by then is reported with error kind 'deadline'."""
     deadline = time.monotonic() + deadline_s
     snapshots = [Snapshot(url=url) for url in urls]
     locks = [threading.Lock() for _ in urls]
+    pending = collections.deque(range(len(urls)))
+    pending_lock = threading.Lock()
+
+    def worker() -> None:
+        while time.monotonic() < deadline:
+            with pending_lock:
+                if not pending:
+                    return
+                index = pending.popleft()
+            probe_server(urls[index], headers, timeout_s, deadline, snapshots[index], locks[index])
+
     threads = []
-    for snapshot, lock in zip(snapshots, locks):
-        thread = threading.Thread(
-            target=probe_server,
-            args=(snapshot.url, headers, timeout_s, deadline, snapshot, lock),
-            name=f"probe {snapshot.url}",
-            daemon=True,  # an abandoned probe (hung DNS) must not keep the process alive
-        )
+    for number in range(min(workers, len(urls))):
+        # daemon: an abandoned probe (hung DNS) must not keep the process alive
+        thread = threading.Thread(target=worker, name=f"probe-{number}", daemon=True)
         thread.start()
         threads.append(thread)
-    frozen = []
-    for snapshot, lock, thread in zip(snapshots, locks, threads):
+    for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
+    frozen = []
+    for snapshot, lock in zip(snapshots, locks):
         with lock:  # copy under the lock: an abandoned probe may still write afterwards
             copy = Snapshot(url=snapshot.url, responses=dict(snapshot.responses), unfinished=snapshot.unfinished)
-        if thread.is_alive():
+            done = snapshot.done
+        if not done:
             route = copy.unfinished or next((r for r in ROUTES if r not in copy.responses), ROUTES[-1])
             copy.responses[route] = Response(
                 path=route, error_kind="deadline", error_detail=f"no answer before the {deadline_s:g} s deadline"

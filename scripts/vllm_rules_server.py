@@ -106,6 +106,18 @@ def check_transport(snap: Snapshot, intent: Intent) -> List[Finding]:
                     snap.url,
                 )
             )
+        elif response.error_kind == "redirect-loop":
+            findings.append(
+                Finding(
+                    "error",
+                    "redirect-loop",
+                    f"{where}: {response.error_detail}. The server (or a proxy in front of it) redirects this "
+                    "route back to itself; TRL's client would fail the same way.",
+                    "fix the redirect rule on the server or proxy, or pass the final server URL to --vllm-url",
+                    SRC_THIS,
+                    snap.url,
+                )
+            )
         elif response.transport_failed:
             proxy = proxy_for(snap.url)
             fixes = {
@@ -115,6 +127,7 @@ def check_transport(snap: Snapshot, intent: Intent) -> List[Finding]:
                 "deadline": "raise --deadline, or check why the server answers so slowly",
                 "tls": "use the scheme the server speaks (http:// or https://); for a private CA set SSL_CERT_FILE",
                 "too-large": "point --vllm-url at the vLLM server itself",
+                "encoded": "point --vllm-url at the vLLM server itself (it never compresses these answers)",
                 "protocol": "point --vllm-url at the vLLM HTTP port",
                 "connection": "check the network path to the server",
             }
@@ -191,7 +204,21 @@ def check_transport(snap: Snapshot, intent: Intent) -> List[Finding]:
                         snap.url,
                     )
                 )
-            elif route == ROUTE_SERVER_INFO and not isinstance((data or {}).get("vllm_config"), dict):
+            elif response.shape_problem() is not None:
+                findings.append(
+                    Finding(
+                        "error",
+                        "malformed-answer",
+                        f"{where}: {response.shape_problem()}. vLLM never answers like this, so the rules ignore "
+                        "this answer for this server.",
+                        "point --vllm-url at the vLLM server itself (or through a proxy that passes JSON unchanged)",
+                        SRC_THIS,
+                        snap.url,
+                    )
+                )
+            elif route == ROUTE_SERVER_INFO and not (
+                isinstance(data, dict) and isinstance(data.get("vllm_config"), dict)
+            ):
                 findings.append(
                     Finding(
                         "error",
