@@ -20,7 +20,6 @@ import sys
 sys.dont_write_bytecode = True  # a diagnostic must not leave __pycache__ behind (nor for its sibling modules)
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 from typing import Dict, List, Optional, Sequence, Tuple  # noqa: E402
 
@@ -33,6 +32,9 @@ from diag_gpus import DEFAULT_SMI_TIMEOUT  # noqa: E402
 from diag_probes import DEFAULT_PROBE_TIMEOUT, PROBE_WORKERS  # noqa: E402
 from diag_render import render_text, sanitize  # noqa: E402
 from diag_report import collect  # noqa: E402
+from safe_output import SCRUBBER, clean_tree, dumps_strict, emit, escape_controls, fit_width, progress, run_cli  # noqa: E402
+from safe_read import InputError, read_bytes  # noqa: E402
+from safe_values import bounded_float  # noqa: E402
 
 _PACKAGE_LINES = "\n".join(["  " + ", ".join(STACK_IDS[:10]) + ",", "  " + ", ".join(STACK_IDS[10:])])
 _BACKEND_LINES = "\n".join(f"  {bid:<16}{BACKEND_HELP[bid]}" for bid in BACKEND_IDS)
@@ -103,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=bounded_float(0, 3600, exclusive_minimum=True),
         default=None,
         metavar="SECONDS",
         help=f"timeout for each subprocess (default {DEFAULT_SMI_TIMEOUT:g} s for nvidia-smi/rocm-smi, "
@@ -163,28 +165,35 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             )
             return 2
         args.probe_import_ids = ids
-    if args.timeout is not None and not args.timeout > 0:
-        parser.print_usage(sys.stderr)
-        sys.stderr.write(f"{parser.prog}: error: --timeout must be a positive number of seconds\n")
-        return 2
-    if args.accelerate_config is not None and not os.path.isfile(args.accelerate_config):
-        parser.print_usage(sys.stderr)
-        sys.stderr.write(f"{parser.prog}: error: --accelerate-config {args.accelerate_config}: no such file\n")
-        return 2
-    report, secrets = collect(args)
+    if args.accelerate_config is not None:
+        problem = config_file_problem(args.accelerate_config)
+        if problem:
+            parser.print_usage(sys.stderr)
+            sys.stderr.write(f"{parser.prog}: error: --accelerate-config {escape_controls(problem)}\n")
+            return 2
+    with progress("gathering facts" + (" and running probes" if args.probe_imports or args.probe_torch else "")):
+        report, secrets = collect(args)
+    for secret in secrets:
+        SCRUBBER.add(secret)
     home = None if args.verbose else os.path.expanduser("~")
     if home in ("", "/", "~"):
         home = None
     report = sanitize(report, home, secrets)
-    output = json.dumps(report, indent=2, default=str) + "\n" if args.json else render_text(report, args.verbose)
-    try:
-        sys.stdout.write(output)
-        sys.stdout.flush()
-    except BrokenPipeError:  # e.g. piped into `head`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    text = fit_width(render_text(clean_tree(report), args.verbose, required)) if not args.json else ""
+    output = dumps_strict(report) if args.json else text
+    emit(output)
     failing = [b for b in report["backends"] if b["id"] in required and b["status"] != "ready"]
     return 1 if failing else 0
 
 
+def config_file_problem(path: str) -> Optional[str]:
+    """Why ``path`` cannot be read as a config file (it is checked again when read), or None."""
+    try:
+        read_bytes(path, limit=0)
+    except InputError as error:
+        return str(error)
+    return None
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main, "check_optional_backends.py"))

@@ -5,13 +5,13 @@ DeepSpeed's compiled ops and bitsandbytes' native libraries. Nothing is imported
 from __future__ import annotations
 
 import ast
-import json
 import os
 import shutil
 from typing import Any, Dict, List, Optional, Sequence
 
 from diag_common import read_text
 from diag_packages import DistRecord
+from safe_values import InvalidValue, load_json
 
 
 def literal_assignments(source: str, names: Sequence[str]) -> Dict[str, Any]:
@@ -19,7 +19,7 @@ def literal_assignments(source: str, names: Sequence[str]) -> Dict[str, Any]:
     result: Dict[str, Any] = {}
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return result
     for node in tree.body:
         targets: List[ast.expr] = []
@@ -33,7 +33,7 @@ def literal_assignments(source: str, names: Sequence[str]) -> Dict[str, Any]:
             if isinstance(target, ast.Name) and target.id in names:
                 try:
                     result[target.id] = ast.literal_eval(value)
-                except (ValueError, SyntaxError, TypeError):
+                except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
                     continue
     return result
 
@@ -67,9 +67,11 @@ def torch_build(packages: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
         return build
     build["source"] = "torch/version.py (ast)"
     build["version"] = values.get("__version__") or entry["version"]
+    if not isinstance(build["version"], str) or len(build["version"]) > 64:
+        build["version"] = entry["version"]
     for key in ("cuda", "hip", "xpu", "git_version"):
         value = values.get(key)
-        build[key] = str(value) if value else None
+        build[key] = value if isinstance(value, str) and value and len(value) <= 64 else None
     if build["hip"]:
         build["kind"] = "rocm"
     elif build["cuda"]:
@@ -96,9 +98,12 @@ def cuda_toolkit() -> Dict[str, Any]:
         text = read_text(os.path.join(root, "version.json"), limit=200_000)
         if text:
             try:
-                version = json.loads(text).get("cuda", {}).get("version")
-            except (ValueError, AttributeError):
-                version = None
+                data = load_json(text, "version.json", max_bytes=200_000, max_depth=16)
+            except InvalidValue:
+                data = None
+            cuda = data.get("cuda") if isinstance(data, dict) else None
+            found = cuda.get("version") if isinstance(cuda, dict) else None
+            version = found if isinstance(found, str) and len(found) <= 64 else None
     return {"nvcc": nvcc, "cuda_home": home, "version": version}
 
 
@@ -112,11 +117,16 @@ def deepspeed_build(packages: Dict[str, Dict[str, Any]]) -> Optional[Dict[str, A
         return {"source": "git_version_info_installed.py missing", "installed_ops": None}
     values = literal_assignments(text, ("installed_ops", "accelerator_name", "torch_info", "git_hash"))
     ops = values.get("installed_ops") if isinstance(values.get("installed_ops"), dict) else None
+    name = values.get("accelerator_name")
+    info = values.get("torch_info")
+    if isinstance(info, dict):  # {"version": "2.13", "cuda_version": "12.8", ...}: plain strings only
+        info = {k: v for k, v in info.items() if isinstance(k, str) and isinstance(v, (str, int, float)) and k}
     return {
         "source": "deepspeed/git_version_info_installed.py (ast)",
-        "installed_ops": sorted(k for k, v in ops.items() if v) if ops is not None else None,
-        "accelerator_name": values.get("accelerator_name"),
-        "torch_info": values.get("torch_info"),
+        # keys of another type than str (1: True) are not op names; sorting them with strings would fail
+        "installed_ops": sorted(k for k, v in ops.items() if v and isinstance(k, str)) if ops is not None else None,
+        "accelerator_name": name if isinstance(name, str) and len(name) <= 64 else None,
+        "torch_info": info if isinstance(info, dict) else None,
     }
 
 

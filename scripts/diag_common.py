@@ -4,10 +4,11 @@ redaction and small utilities (reading text, version tuples, running a command w
 
 from __future__ import annotations
 
-import os
 import re
-import time
 from typing import Any, Dict, Optional, Sequence, Tuple
+
+from safe_output import one_line, scrub
+from safe_read import InputError, read_bytes, run_capped
 
 SCHEMA_VERSION = 1
 TOOL = "check_optional_backends"
@@ -97,28 +98,23 @@ def new_finding(severity: str, code: str, message: str) -> Dict[str, str]:
 
 
 def first_line(text: str, limit: int = 240) -> str:
-    """The first non-empty line of ``text``, shortened to ``limit`` characters."""
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if line:
-            return line if len(line) <= limit else line[: limit - 3] + "..."
-    return ""
+    """The first non-empty line of ``text``, scrubbed of secrets, escaped, then shortened to ``limit`` characters
+    (safe_output.one_line: scrubbing before the cut, so no head of a secret is left)."""
+    return one_line(text or "", limit)
 
 
 def redact_value(value: str) -> str:
-    """Remove credentials inside URLs and Hugging Face tokens from a value."""
-    value = URL_CREDENTIALS_RE.sub(lambda m: m.group("scheme") + REDACTED + "@", value)
-    return HF_TOKEN_RE.sub(REDACTED, value)
+    """Remove secrets from a value by their shape (tokens, URL userinfo, secret parameters): safe_output.scrub."""
+    return scrub(value)
 
 
 def read_text(path: str, limit: int = 4_000_000) -> Optional[str]:
-    """A file's text (UTF-8 with replacement), or ``None`` when it cannot be read."""
+    """A regular file's text (UTF-8 with replacement), at most ``limit`` bytes of it, or ``None`` when it cannot be
+    read; a FIFO, device or directory is refused without blocking (safe_read.read_bytes)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit)
-    except OSError:
+        return read_bytes(path, limit).text()
+    except InputError:
         return None
-    return data.decode("utf-8", errors="replace")
 
 
 def version_tuple(text: Optional[str]) -> Tuple[int, ...]:
@@ -143,49 +139,16 @@ def display_specifier(spec: str) -> str:
     return ",".join(sorted(clauses, key=rank))
 
 
+COMMAND_OUTPUT_LIMIT = 1_000_000  # bytes per stream: nvidia-smi/rocm-smi print a few kB
+
+
 def run_command(argv: Sequence[str], timeout: float) -> Dict[str, Any]:
-    """Run a command with a hard timeout; the whole process group is killed on expiry.
+    """Run a command with a hard timeout and an output cap; the whole process group is killed on overrun.
 
-    Returns ``{"status": ok|failed|timeout|not_found, "returncode", "stdout", "stderr", "seconds"}``.
+    Returns ``{"status": ok|failed|timeout|too-large|not_found, "returncode", "stdout", "stderr", "seconds",
+    "truncated"}`` (safe_read.run_capped).
     """
-    import signal
-    import subprocess
-
-    start = time.monotonic()
-    try:
-        process = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,  # communicate() closes it; no /dev/null open
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as error:
-        return {"status": "not_found", "returncode": None, "stdout": "", "stderr": str(error), "seconds": 0.0}
-    try:
-        out, err = process.communicate(timeout=timeout)
-        status = "ok" if process.returncode == 0 else "failed"
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (OSError, AttributeError):
-            process.kill()
-        try:
-            out, err = process.communicate(timeout=2)
-        except subprocess.TimeoutExpired:  # a grandchild outside the group still holds the pipes
-            for stream in (process.stdout, process.stderr):
-                if stream is not None:
-                    stream.close()
-            process.wait(timeout=2)
-            out, err = b"", b""
-        status = "timeout"
-    return {
-        "status": status,
-        "returncode": process.returncode,
-        "stdout": out.decode("utf-8", errors="replace"),
-        "stderr": err.decode("utf-8", errors="replace"),
-        "seconds": round(time.monotonic() - start, 3),
-    }
+    return run_capped(argv, timeout, COMMAND_OUTPUT_LIMIT).as_dict()
 
 
 def fmt_mib(mib: Optional[int]) -> str:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from diag_common import first_line, run_command, version_tuple
+from safe_values import InvalidValue, integer, load_json, number, short
 
 DEFAULT_SMI_TIMEOUT = 5.0
 
 # AMD architectures with bf16 and with flash-attn's ROCm (CK) backend.
 AMD_BF16_ARCHS = ("gfx908", "gfx90a", "gfx94", "gfx95", "gfx11", "gfx12")
 AMD_FA2_ARCHS = ("gfx90a", "gfx942", "gfx950")
+
+MAX_GPUS = 4096
+MAX_MIB = 2**31  # 2 PiB per GPU: anything above is not a real reading
 
 NVIDIA_FIELDS = ("index", "uuid", "name", "memory.total", "memory.used", "memory.free", "driver_version", "compute_cap")
 
@@ -27,18 +30,28 @@ def parse_nvidia_csv(text: str, fields: Sequence[str]) -> Tuple[Optional[List[Di
     """Parse ``--format=csv,noheader,nounits`` output; ``(None, reason)`` when it does not fit."""
     import csv
 
+    if "\0" in text:
+        return None, "the output contains a NUL byte"
+    rows = [line for line in text.splitlines() if line.strip()]
+    if len(rows) > MAX_GPUS:
+        return None, f"{len(rows):,} lines, more than {MAX_GPUS} GPUs"
     gpus = []
-    for row in csv.reader([line for line in text.splitlines() if line.strip()], skipinitialspace=True):
+    try:
+        parsed = list(csv.reader(rows, skipinitialspace=True))
+    except csv.Error as error:
+        return None, f"not CSV ({first_line(str(error), 80)})"
+    for row in parsed:
         if len(row) != len(fields):
             return None, f"expected {len(fields)} fields, got {len(row)}: {first_line(','.join(row), 120)!r}"
         values = dict(zip(fields, (cell.strip() for cell in row)))
         try:
-            index = int(values["index"])
-            total = int(float(_na(values["memory.total"]) or "nan")) if _na(values["memory.total"]) else None
-            used = int(float(values["memory.used"])) if _na(values["memory.used"]) else None
-            free = int(float(values["memory.free"])) if _na(values["memory.free"]) else None
-        except ValueError:
-            return None, f"non-numeric field in: {first_line(','.join(row), 120)!r}"
+            index = integer(values["index"], "index", 0, MAX_GPUS)
+            total, used, free = (
+                integer(number(_na(values[name]), name, 0, MAX_MIB), name) if _na(values[name]) else None
+                for name in ("memory.total", "memory.used", "memory.free")
+            )
+        except InvalidValue as error:
+            return None, f"{first_line(str(error), 80)} in: {first_line(','.join(row), 120)!r}"
         capability = _na(values.get("compute_cap", "")) if "compute_cap" in values else None
         if capability is not None and not re.fullmatch(r"\d+\.\d+", capability):
             return None, f"unexpected compute capability {capability!r}"
@@ -49,7 +62,7 @@ def parse_nvidia_csv(text: str, fields: Sequence[str]) -> Tuple[Optional[List[Di
                 "index": index,
                 "uuid": _na(values["uuid"]),
                 "vendor": "nvidia",
-                "name": values["name"],
+                "name": first_line(values["name"], 120),
                 "memory_total_mib": total,
                 "memory_used_mib": used,
                 "memory_free_mib": free,
@@ -132,9 +145,9 @@ def parse_rocm_json(text: str) -> Tuple[Optional[List[Dict[str, Any]]], str]:
     """Parse ``rocm-smi ... --json`` (keys differ between ROCm releases, so they are matched loosely)."""
     start = text.find("{")
     try:
-        data = json.loads(text[start:]) if start >= 0 else None
-    except ValueError as error:
-        return None, f"not JSON ({error})"
+        data = load_json(text[start:], "the output", max_depth=16) if start >= 0 else None
+    except InvalidValue as error:
+        return None, first_line(str(error), 160)
     if not isinstance(data, dict):
         return None, "not a JSON object"
     driver = None
@@ -142,12 +155,12 @@ def parse_rocm_json(text: str) -> Tuple[Optional[List[Dict[str, Any]]], str]:
         if key.lower() == "system" and isinstance(value, dict):
             driver = next((str(v) for k, v in value.items() if "driver version" in k.lower()), None)
     gpus = []
-    for key in sorted(data, key=lambda k: int(re.sub(r"\D", "", k) or 0)):
-        match = re.fullmatch(r"card(\d+)", key)
+    for key in sorted(data, key=lambda k: int(re.sub(r"\D", "", k)[:6] or 0)):
+        match = re.fullmatch(r"card(\d{1,4})", key)
         value = data[key]
         if not match or not isinstance(value, dict):
             continue
-        fields = {k.lower(): str(v) for k, v in value.items()}
+        fields = {str(k).lower(): first_line(str(v), 200) for k, v in value.items() if not isinstance(v, (dict, list))}
 
         def pick(*names: str, _fields: Dict[str, str] = fields) -> Optional[str]:
             for name in names:
@@ -158,8 +171,10 @@ def parse_rocm_json(text: str) -> Tuple[Optional[List[Dict[str, Any]]], str]:
 
         def mib(text_value: Optional[str]) -> Optional[int]:
             try:
-                return int(int(text_value) / 1048576) if text_value is not None else None
-            except ValueError:
+                return (
+                    integer(text_value, "memory", 0, MAX_MIB * 1048576) // 1048576 if text_value is not None else None
+                )
+            except InvalidValue:
                 return None
 
         total = mib(pick("vram total memory (b)"))
@@ -188,7 +203,10 @@ def parse_rocm_json(text: str) -> Tuple[Optional[List[Dict[str, Any]]], str]:
 def _strtoul(text: str) -> int:
     """torch's reading of one CUDA_VISIBLE_DEVICES entry: leading digits, or -1."""
     match = re.match(r"[+-]?\d+", text)
-    return int(match.group(0)) if match else -1
+    if not match:
+        return -1
+    digits = match.group(0)
+    return int(digits) if len(digits.lstrip("+-")) <= 18 else (-1 if digits.startswith("-") else 10**18)
 
 
 def resolve_visible(
@@ -216,7 +234,7 @@ def resolve_visible(
             if entry in selected:
                 return [], [f"{entry} is listed twice: CUDA then sees no GPU"]
             if not entry.startswith(prefix):
-                notes.append(f"stops at {entry!r}: every entry must start with {prefix}")
+                notes.append(f"stops at {short(entry)}: every entry must start with {prefix}")
                 break
             selected.append(entry)
         indices: List[int] = []
@@ -247,7 +265,9 @@ def resolve_visible(
             return [], [f"ordinal {value} is listed twice: CUDA then sees no GPU"]
         if value < 0:
             notes.append(
-                "-1 hides every GPU" if entry.strip() == "-1" and not ordinals else f"stops at invalid entry {entry!r}"
+                "-1 hides every GPU"
+                if entry.strip() == "-1" and not ordinals
+                else f"stops at invalid entry {short(entry)}"
             )
             break
         ordinals.append(value)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 from typing import Any, Dict, List, Tuple
 
 from diag_common import HF_TOKEN_RE, REDACTED, SECRET_NAME_RE, URL_CREDENTIALS_RE, first_line, read_text, redact_value
+from safe_output import looks_like_secret
+from safe_read import InputError, read_bytes
+from safe_values import load_json
 
 # Fallback tables, used only when the installed file that states the fact cannot be read.
 # accelerate-1.15.0: accelerate/utils/dataclasses.py (DistributedType, ComputeEnvironment, PrecisionType) and
@@ -185,21 +187,31 @@ def _dataclass_fields(source: str) -> Dict[str, List[str]]:
     return fields
 
 
+CONFIG_LIMIT = 1_000_000
+PLAIN_VALUES = ("0", "1", "true", "false", "yes", "no", "on", "off", "none")
+STRONG_SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+
+
 def read_accelerate_config(path: str, packages: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
     """Load and check an accelerate config the way ``load_config_from_file`` would, without raising."""
     info: Dict[str, Any] = {"path": path, "status": "not_found", "parser": None, "settings": {}, "problems": []}
-    if not os.path.isfile(path):
+    try:
+        read = read_bytes(path, limit=CONFIG_LIMIT)
+    except InputError as error:
+        if error.reason != "no such file":
+            info["status"] = "malformed"
+            info["problems"].append(f"cannot be read: {error.reason}")
         return info
-    text = read_text(path, limit=1_000_000)
-    if text is None:
+    if read.truncated:
         info["status"] = "malformed"
-        info["problems"].append("file exists but cannot be read")
+        info["problems"].append(f"larger than {CONFIG_LIMIT:,} bytes; not read (an accelerate config is a few kB)")
         return info
+    text = read.text()
     data: Any = None
     try:
         if path.endswith(".json"):
             info["parser"] = "json"
-            data = json.loads(text)
+            data = load_json(text, "the file", max_bytes=CONFIG_LIMIT)
         else:
             import simple_yaml  # sibling module, imported only when there is a YAML config to read
 
@@ -295,24 +307,31 @@ def accelerate_key_settings(data: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def gather_env(env: Dict[str, str]) -> Tuple[Dict[str, str], List[str]]:
-    """Relevant environment variables, secrets redacted; also returns the secret values to scrub from output."""
+    """Relevant environment variables, secrets redacted; also returns the secret values to scrub from output.
+
+    A variable whose name says secret (TOKEN, SECRET, PASSWORD, ...) is shown redacted; one whose name only
+    contains KEY or AUTH keeps a short common value (``CACHE_KEY=3.11``, ``SSH_AUTH_SOCK=/root``). Only values
+    that look like secrets are scrubbed from the rest of the report, so "3.11" is never hidden elsewhere."""
     selected: Dict[str, str] = {}
     secrets: List[str] = []
     for name in sorted(env):
         value = env[name]
         relevant = name.startswith(ENV_PREFIXES) or name in ENV_NAMES
         if SECRET_NAME_RE.search(name):
-            if len(value) >= 4:
+            if looks_like_secret(value):
                 secrets.append(value)
+            hide = looks_like_secret(value) or (
+                STRONG_SECRET_NAME_RE.search(name) is not None and value.strip().lower() not in PLAIN_VALUES
+            )
             if relevant or name.startswith(("HF_", "HUGGING")):
-                selected[name] = REDACTED if value else ""
+                selected[name] = (REDACTED if hide else redact_value(value)) if value else ""
             continue
         if relevant:
             selected[name] = redact_value(value)
     for value in env.values():
         for match in URL_CREDENTIALS_RE.finditer(value):
             secrets.extend(
-                part for part in (match.group("cred"), match.group("cred").partition(":")[2]) if len(part) >= 4
+                part for part in (match.group("cred"), match.group("cred").partition(":")[2]) if looks_like_secret(part)
             )
         secrets.extend(HF_TOKEN_RE.findall(value))
     return selected, sorted(set(secrets), key=len, reverse=True)

@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import versions
 from diag_common import STACK, first_line, read_text
+from safe_read import InputError, read_bytes
+from safe_values import InvalidValue, load_json
 
 
 class DistRecord:
@@ -44,15 +45,15 @@ class DistRecord:
             name = "METADATA" if self.folder.endswith(".dist-info") else "PKG-INFO"
             candidates = [os.path.join(self.path, name)]
         try:
-            with open(candidates[0], "rb") as handle:
-                raw = handle.read(4_000_000)
-            if len(raw) == 4_000_000:  # a huge description: keep whole lines so the cut is not a decode error
+            read = read_bytes(candidates[0], 4_000_000)
+            raw = read.data
+            if read.truncated:  # a huge description: keep whole lines so the cut is not a decode error
                 raw = raw[: raw.rfind(b"\n") + 1]
-        except OSError as error:
+        except InputError as error:
             self.problems.append(
                 {
                     "code": "metadata_unreadable",
-                    "message": f"{self.folder}: metadata file unreadable ({error.strerror})",
+                    "message": f"{self.folder}: metadata file unreadable ({error.reason})",
                 }
             )
             return {}
@@ -212,10 +213,22 @@ def read_direct_url(record: DistRecord) -> Dict[str, Any]:
     if not text:
         return {}
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = load_json(text, "direct_url.json", max_bytes=100_000, max_depth=16)
+    except InvalidValue:
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    # PEP 610 shapes; a field of another type is dropped, never trusted.
+    dir_info = data.get("dir_info")
+    vcs_info = data.get("vcs_info")
+    clean: Dict[str, Any] = {}
+    if isinstance(dir_info, dict) and isinstance(dir_info.get("editable"), bool):
+        clean["dir_info"] = {"editable": dir_info["editable"]}
+    if isinstance(vcs_info, dict) and isinstance(vcs_info.get("commit_id"), str):
+        commit = vcs_info["commit_id"]
+        if re.fullmatch(r"[0-9a-fA-F]{7,64}", commit):
+            clean["vcs_info"] = {"commit_id": commit}
+    return clean
 
 
 def git_commit_near(location: Optional[str]) -> Optional[str]:

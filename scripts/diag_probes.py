@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from typing import Any, Dict, List, Sequence, Tuple
+
+from diag_common import first_line
+from safe_read import run_capped
+from safe_values import InvalidValue, load_json
 
 DEFAULT_PROBE_TIMEOUT = 60.0
 PROBE_WORKERS = 4
@@ -125,49 +128,29 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+PROBE_OUTPUT_LIMIT = 2_000_000
+
+
 def run_probe(code: str, args: Sequence[str], timeout: float) -> Dict[str, Any]:
     """Run probe code in a fresh interpreter (same flags and sys.path); crashes and hangs become results."""
-    import subprocess
-
     argv = [sys.executable, *_interpreter_flags(), "-c", code, *args]
-    start = time.monotonic()
-    try:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,  # communicate() closes it; no /dev/null open
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_probe_env(),
-            start_new_session=True,
-        )
-    except OSError as error:
-        return {"status": "failed", "error": str(error), "wall_seconds": 0.0}
-    import signal
-
-    try:
-        out, err = process.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except (OSError, AttributeError):
-            process.kill()
-        try:
-            out, err = process.communicate(timeout=2)
-        except subprocess.TimeoutExpired:
-            out, err = b"", b""
-    wall = round(time.monotonic() - start, 3)
-    stdout = out.decode("utf-8", errors="replace")
-    stderr = err.decode("utf-8", errors="replace")
+    run = run_capped(argv, timeout, PROBE_OUTPUT_LIMIT, env=_probe_env())
+    if run.status == "not_found":
+        return {"status": "failed", "error": run.stderr, "wall_seconds": 0.0}
+    wall = run.seconds
+    timed_out = run.status == "timeout"
+    stdout, stderr = run.stdout, run.stderr
+    process = run
     tail = [line for line in stderr.strip().splitlines() if line.strip()][-3:]
-    result: Dict[str, Any] = {"wall_seconds": wall, "stderr_tail": [t[:300] for t in tail]}
+    result: Dict[str, Any] = {"wall_seconds": wall, "stderr_tail": [first_line(t, 300) for t in tail]}
     payload = None
     for line in stdout.splitlines():
         if line.startswith(PROBE_MARKER):
             try:
-                payload = json.loads(line[len(PROBE_MARKER) :])
-            except ValueError:
+                payload = load_json(line[len(PROBE_MARKER) :], "the probe's answer", max_bytes=PROBE_OUTPUT_LIMIT)
+            except InvalidValue:
+                payload = None
+            if not isinstance(payload, dict):
                 payload = None
     if timed_out:
         result.update({"status": "timeout", "error": f"no answer within {timeout:g} s (hang?)"})

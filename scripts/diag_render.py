@@ -26,8 +26,8 @@ def sanitize(value: Any, home: Optional[str], secrets: Sequence[str]) -> Any:
     return value
 
 
-def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
-    """Compact plain-text report ending in a one-line verdict."""
+def render_text(report: Dict[str, Any], verbose: bool = False, required: Sequence[str] = ()) -> str:
+    """Compact plain-text report ending in the verdict block (see verdict_block)."""
     lines: List[str] = []
     py, plat = report["python"], report["platform"]
     lines.append(
@@ -76,8 +76,13 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
     if rows:
-        summary = ", ".join(f"{counts[s]} {s}" for s in ("outside", "missing", "unknown", "ok") if counts.get(s))
-        lines.append(f"compatibility (from installed metadata and code gates): {summary}")
+        lines.append("compatibility (from installed metadata and code gates):")
+        for status in ("outside", "missing", "unknown"):
+            subjects = sorted({str(row["subject"]) for row in rows if row["status"] == status})
+            if subjects:
+                lines.extend(_wrap_joined(f"  {status}: ", subjects, indent="    "))
+        if counts.get("ok"):
+            lines.append(f"  ok: {counts['ok']} requirement(s) met" + ("" if verbose else " (--verbose lists them)"))
         shown = set()
         kind_order = {"extra": 0, "dependency": 1, "gate": 2}
         for row in sorted(rows, key=lambda r: kind_order.get(r["kind"], 9)):  # stable: keeps the status order
@@ -165,8 +170,25 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
         lines.append("findings:")
         for finding in findings:
             lines.append(f"  {finding['severity']}: {finding['message']}")
-    lines.append(report["verdict"])
+    lines.append("")
+    lines.extend(verdict_block(report["backends"], required, bool(probes and probes.get("imports"))))
     return "\n".join(lines) + "\n"
+
+
+def verdict_block(backends: List[Dict[str, Any]], required: Sequence[str], probed: bool) -> List[str]:
+    """The report's last lines, always in this order: the verdict with each status's backends on its own line,
+    then the --require result when it was asked for."""
+    groups: Dict[str, List[str]] = {"ready": [], "limited": [], "unavailable": []}
+    for verdict in backends:
+        groups.setdefault(verdict["status"], []).append(verdict["id"])
+    lines = ["Verdict" + ("" if probed else " (static checks; imports not probed: add --probe-imports)") + ":"]
+    for status, ids in groups.items():
+        lines.extend(_wrap_joined(f"  {status}: ", ids or ["none"], indent="    "))
+    if required:
+        failing = [b["id"] for b in backends if b["id"] in required and b["status"] != "ready"]
+        outcome = "FAILED (" + ", ".join(failing) + " not ready)" if failing else "met"
+        lines.append(f"Require {','.join(required)}: {outcome}")
+    return lines
 
 
 TEXT_CONFIG_KEYS = (
@@ -258,7 +280,7 @@ def _compat_text(row: Dict[str, Any]) -> str:
     return f"ok {subject} {row['requirement'] or '(any)'} [{row['required_by']}]"
 
 
-def _wrap_joined(head: str, items: List[str], indent: str = "    ", width: int = 118) -> List[str]:
+def _wrap_joined(head: str, items: List[str], indent: str = "    ", width: int = 100) -> List[str]:
     """``head`` followed by ``items`` joined with ", ", continued on indented lines at ``width``."""
     lines, current = [], head
     for position, item in enumerate(items):
@@ -271,7 +293,7 @@ def _wrap_joined(head: str, items: List[str], indent: str = "    ", width: int =
     return lines
 
 
-def _wrap(cells: List[str], first_prefix: str, next_prefix: Optional[str] = None, width: int = 118) -> List[str]:
+def _wrap(cells: List[str], first_prefix: str, next_prefix: Optional[str] = None, width: int = 100) -> List[str]:
     """Join cells with two spaces into lines of at most ``width`` characters."""
     next_prefix = first_prefix if next_prefix is None else next_prefix
     lines, current = [], first_prefix

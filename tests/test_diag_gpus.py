@@ -132,7 +132,7 @@ def test_nvidia_smi_gpus_and_visible_subset(tmp_path: Path) -> None:
     assert accel["summary"]["visible_count"] == 2
     assert accel["summary"]["memory_total_mib"] == 2 * 81559
     assert accel["summary"]["memory_free_mib"] == 2 * 81004
-    text = run_script([], [site], tmp=tmp_path, env=_env(tmp_path, CUDA_VISIBLE_DEVICES="0,2")).stdout
+    text = " ".join(run_script([], [site], tmp=tmp_path, env=_env(tmp_path, CUDA_VISIBLE_DEVICES="0,2")).stdout.split())
     assert "CUDA_VISIBLE_DEVICES='0,2' -> visible GPUs: 0, 2" in text
     assert (
         "GPU 0,1,2,3 (4x NVIDIA H100 80GB HBM3): 80 GiB each, cc 9.0, bf16, FA2 ok, driver 550.54.15; "
@@ -190,7 +190,7 @@ def test_driver_failure_message_is_reported(tmp_path: Path) -> None:
     assert "couldn't communicate with the NVIDIA driver" in status["detail"]
     assert status["detail"].startswith("exit 9: NVIDIA-SMI has failed")
     assert any(f["code"] == "nvidia_smi_failed" for f in report["findings"])
-    text = run_script([], [], tmp=tmp_path).stdout
+    text = " ".join(run_script([], [], tmp=tmp_path).stdout.split())  # wrapped at 100 columns
     assert "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver" in text
 
 

@@ -1,0 +1,497 @@
+"""Hostile input never wins: every input channel of the three scripts, fed hostile forms, in real subprocesses.
+
+Each case asserts exit 0, 1 or 2 (2 with a one-line message naming the input), no traceback, done within its
+timeout plus one second, peak memory under 256 MB, and no planted secret or any 8-character fragment of it in
+stdout or stderr (see tests/hostile_helpers.py). All cases run once, four at a time, in a module fixture; each
+test then judges one case. Inputs are generated here at test time.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import pytest
+import yaml
+
+from diagnostic_helpers import add_dist, add_torch, cat, write_tool
+from hostile_helpers import (
+    Case,
+    HostileServer,
+    Result,
+    _json,
+    _send,
+    problems,
+    run_all,
+    serve_vllm_like,
+    silent_listener,
+    text_width_problem,
+)
+
+TOKEN = "hf_" + hashlib.sha256(b"hostile-suite").hexdigest()[:34]
+ODD_TOKEN = 'tk"q\\' + hashlib.sha256(b"odd").hexdigest()[:30]  # a quote and a backslash: JSON-escaped when reflected
+WIDE_TOKEN = "tk_" + hashlib.sha256(b"wide").hexdigest()[:20] + "\u20ac" + hashlib.sha256(b"w2").hexdigest()[:12]
+PASSWORD = "pw" + hashlib.sha256(b"password").hexdigest()[:20]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# vLLM servers that misbehave
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _reflect_html(handler, route: str) -> None:
+    auth = handler.headers.get("Authorization", "")
+    _send(handler, 200, f"<html><body>Sign in. You sent {auth} to {route}</body></html>".encode(), "text/html")
+
+
+def _reflect_models(handler, route: str) -> None:
+    auth = handler.headers.get("Authorization", "").replace("Bearer ", "")
+    if route == "/v1/models":
+        _json(handler, {"object": "list", "data": [{"id": auth, "object": "model", "max_model_len": 4096}]})
+    elif route == "/version":
+        _json(handler, {"version": auth})
+    else:
+        serve_vllm_like()(handler, route)
+
+
+def _redirect_loop(handler, route: str) -> None:
+    _send(handler, 302, b"", Location=handler.path)
+
+
+def _big(handler, route: str) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.end_headers()
+    chunk = b" " * 65536
+    for _ in range(160):  # 10 MB, over the 8 MiB cap
+        handler.wfile.write(chunk)
+
+
+def _gzip(handler, route: str) -> None:
+    _send(handler, 200, gzip.compress(b'{"version": "0.31.0"}'), Content_Encoding="gzip")
+
+
+def _drip(handler, route: str) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.end_headers()
+    for _ in range(100):
+        handler.wfile.write(b" ")
+        handler.wfile.flush()
+        time.sleep(0.1)
+
+
+def _hang(handler, route: str) -> None:
+    time.sleep(20)
+
+
+def _raw(body: bytes, only: Optional[str] = None):
+    def behaviour(handler, route: str) -> None:
+        if only is None or route.startswith(only):
+            _send(handler, 200, body)
+        else:
+            serve_vllm_like()(handler, route)
+
+    return behaviour
+
+
+BEHAVIOURS = {
+    "reflect-html": _reflect_html,
+    "reflect-models": _reflect_models,
+    "redirect-loop": _redirect_loop,
+    "big": _big,
+    "gzip": _gzip,
+    "drip": _drip,
+    "hang": _hang,
+    "good": serve_vllm_like(),
+    "server-info-string": serve_vllm_like({"/server_info?config_format=json": "hello"}),
+    "model-config-list": serve_vllm_like(
+        {"/server_info?config_format=json": {"vllm_config": {"model_config": [1, 2]}, "vllm_env": {}}}
+    ),
+    "logprobs-list": serve_vllm_like(
+        {
+            "/server_info?config_format=json": {
+                "vllm_config": {"model_config": {"logprobs_mode": ["raw_logprobs"], "max_model_len": 8192}},
+                "vllm_env": {},
+            }
+        }
+    ),
+    "models-deep": _raw(b'{"data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "/v1/models"),
+    "version-digits": _raw(b'{"version": "0.' + b"9" * 5000 + b'"}', "/version"),
+    "transfer-nan": _raw(
+        b'{"vllm_config": {"weight_transfer_config": {"backend": "nccl", "x": NaN, "y": -Infinity}}, "vllm_env": {}}',
+        "/server_info",
+    ),
+    "len-digits": _raw(
+        b'{"object": "list", "data": [{"id": "m", "max_model_len": ' + b"9" * 5000 + b"}]}", "/v1/models"
+    ),
+    "control-chars": serve_vllm_like(
+        {
+            "/v1/models": {
+                "object": "list",
+                "data": [{"id": "evil\x1b[2K\r\nVerdict: OK\u202e", "object": "model", "max_model_len": 4096}],
+            }
+        }
+    ),
+    "models-wrong-types": serve_vllm_like({"/v1/models": {"object": "list", "data": [{"id": 5, "parent": []}]}}),
+}
+
+
+def _fifo(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+
+
+def _one_verdict_line(result: Result) -> Optional[str]:
+    if "\x1b" in result.stdout or "\r" in result.stdout or "\u202e" in result.stdout:
+        return "a control character from the server reached the output"
+    verdicts = [line for line in result.stdout.splitlines() if line.startswith("Verdict")]
+    return None if len(verdicts) == 1 else f"{len(verdicts)} lines start with Verdict"
+
+
+def _finding(finding_id: str) -> Callable[[Result], Optional[str]]:
+    def check(result: Result) -> Optional[str]:
+        found = f" {finding_id}: " in result.stdout or f": {finding_id}: " in result.stdout
+        return None if found else f"no {finding_id!r} finding in the report"
+
+    return check
+
+
+def _strict_json(result: Result) -> Optional[str]:
+    try:
+        json.loads(result.stdout, parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+    except ValueError as error:
+        return f"--json output is not strict JSON: {error}"
+    return None
+
+
+def _good_replica_still_judged(result: Result) -> Optional[str]:
+    problem = _strict_json(result)
+    if problem:
+        return problem
+    report = json.loads(result.stdout)
+    verdicts = {server["url"].rsplit("/", 1)[-1]: server for server in report["servers"]}
+    good = verdicts.get("good") or {}
+    if good.get("vllm_version") != "0.31.0":
+        return "the good replica was not reported"
+    ids = [f["id"] for f in report["findings"] if f["server"] and f["server"].endswith("logprobs-list")]
+    return None if "malformed-answer" in ids else f"no malformed-answer finding for the bad replica: {ids}"
+
+
+def _text_layout(result: Result) -> Optional[str]:
+    problem = text_width_problem(result.stdout)
+    if problem:
+        return problem
+    lines = result.stdout.rstrip("\n").splitlines()
+    if not lines[-1].startswith("Require: ") or not any(line.startswith("Verdict: ") for line in lines[-6:]):
+        return f"the verdict and --require result are not the last lines: {lines[-6:]}"
+    return None
+
+
+VLLM = "vllm"
+
+
+def vllm_cases(silent_url: str) -> List[Case]:
+    auth = {"SERVER_TOKEN": TOKEN}
+    cases = [
+        Case("vllm-reflect-html", VLLM, ["--vllm-url", "{url}/reflect-html", "--auth-env", "SERVER_TOKEN"], 6,
+             auth, secrets=[TOKEN], check=_finding("non-json")),
+        Case("vllm-reflect-html-json", VLLM, ["--vllm-url", "{url}/reflect-html", "--auth-env", "SERVER_TOKEN",
+             "--json"], 6, auth, secrets=[TOKEN], check=_strict_json),
+        Case("vllm-reflect-models", VLLM, ["--vllm-url", "{url}/reflect-models", "--auth-env", "SERVER_TOKEN"], 6,
+             auth, secrets=[TOKEN]),
+        Case("vllm-reflect-escaped-json", VLLM, ["--vllm-url", "{url}/reflect-models", "--auth-env", "ODD",
+             "--json"], 6, {"ODD": ODD_TOKEN}, secrets=[ODD_TOKEN], check=_strict_json),
+        Case("vllm-auth-env-is-a-token", VLLM, ["--vllm-url", "{url}/good", "--auth-env", TOKEN], 6,
+             secrets=[TOKEN], codes=(2,), names="--auth-env"),
+        Case("vllm-token-not-latin1", VLLM, ["--vllm-url", "{url}/reflect-html", "--auth-env", "WIDE"], 6,
+             {"WIDE": WIDE_TOKEN}, secrets=[WIDE_TOKEN, "\u20ac"], codes=(2,), names="--auth-env"),
+        Case("vllm-url-credentials", VLLM, ["--vllm-url", f"http://user:{PASSWORD}@127.0.0.1:1"], 6,
+             secrets=[PASSWORD], codes=(2,), names="--vllm-url"),
+        Case("vllm-server-info-string", VLLM, ["--vllm-url", "{url}/server-info-string"], 6,
+             check=_finding("malformed-answer")),
+        Case("vllm-model-config-list", VLLM, ["--vllm-url", "{url}/model-config-list"], 6,
+             check=_finding("malformed-answer")),
+        Case("vllm-one-bad-replica", VLLM, ["--vllm-url", "{url}/good", "--vllm-url", "{url}/logprobs-list",
+             "--json"], 6, check=_good_replica_still_judged),
+        Case("vllm-models-deep", VLLM, ["--vllm-url", "{url}/models-deep"], 6, check=_finding("non-json")),
+        Case("vllm-version-5000-digits", VLLM, ["--vllm-url", "{url}/version-digits"], 6,
+             check=_finding("malformed-answer")),
+        Case("vllm-nan-in-json", VLLM, ["--vllm-url", "{url}/transfer-nan", "--json"], 6, check=_strict_json),
+        Case("vllm-max-model-len-5000-digits", VLLM, ["--vllm-url", "{url}/len-digits"], 6,
+             check=_finding("non-json")),
+        Case("vllm-models-wrong-types", VLLM, ["--vllm-url", "{url}/models-wrong-types"], 6,
+             check=_finding("malformed-answer")),
+        Case("vllm-control-characters", VLLM, ["--vllm-url", "{url}/control-chars"], 6, check=_one_verdict_line),
+        Case("vllm-redirect-loop", VLLM, ["--vllm-url", "{url}/redirect-loop"], 6, check=_finding("redirect-loop")),
+        Case("vllm-body-over-cap", VLLM, ["--vllm-url", "{url}/big"], 6, check=_finding("too-large")),
+        Case("vllm-gzip-body", VLLM, ["--vllm-url", "{url}/gzip"], 6, check=_finding("encoded")),
+        Case("vllm-drip", VLLM, ["--vllm-url", "{url}/drip", "--deadline", "2"], 2, check=_finding("deadline")),
+        Case("vllm-hang", VLLM, ["--vllm-url", "{url}/hang", "--deadline", "2", "--timeout", "5"], 2,
+             check=_finding("deadline")),
+        Case("vllm-300-silent-urls", VLLM,
+             [a for i in range(300) for a in ("--vllm-url", f"{silent_url}/s{i}")] + ["--deadline", "3"], 3),
+        Case("vllm-timeout-inf", VLLM, ["--vllm-url", "{url}/good", "--timeout", "inf"], 4, codes=(2,),
+             names="--timeout"),
+        Case("vllm-deadline-nan", VLLM, ["--vllm-url", "{url}/good", "--deadline", "nan"], 4, codes=(2,),
+             names="--deadline"),
+        Case("vllm-max-length-1e400", VLLM, ["--vllm-url", "{url}/good", "--max-length", "1e400"], 4, codes=(2,),
+             names="--max-length"),
+        Case("vllm-lora-rank-5000-digits", VLLM, ["--vllm-url", "{url}/good", "--lora-rank", "9" * 5000], 4,
+             codes=(2,), names="--lora-rank"),
+        Case("vllm-trl-metadata-fifo", VLLM, ["--vllm-url", "{url}/good"], 4, {"PYTHONPATH": "{tmp}/site"},
+             setup=lambda d: _fifo(d / "site" / "trl-1.16.0.dist-info" / "METADATA")),
+        Case("vllm-text-layout", VLLM, ["--vllm-url", "{url}/good", "--vllm-url", "{url}/logprobs-list",
+             "--max-length", "99999", "--require"], 6, codes=(1,), check=_text_layout),
+    ]  # fmt: skip
+    return cases
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The diagnostic: package metadata, files beside it, git metadata, build files, accelerate config, GPU tools, env
+# --------------------------------------------------------------------------------------------------------------
+
+DIAG = "diag"
+SK_KEY = "sk-live-" + hashlib.sha256(b"sk").hexdigest()[:32]
+GH_TOKEN = "ghp_" + hashlib.sha256(b"gh").hexdigest()[:36]
+PLAIN_SECRET = "pv" + hashlib.sha256(b"plain").hexdigest()[:22]
+SITE_ENV = {"PYTHONPATH": "{tmp}/site"}
+WITH_PYYAML = {"PYTHONPATH": str(Path(yaml.__file__).resolve().parent.parent)}  # PyYAML expands aliases and tags
+
+
+def _tool(name: str, body: str) -> Callable[[Path], None]:
+    def setup(folder: Path) -> None:
+        write_tool(folder / "bin", name, body)
+
+    return setup
+
+
+def _then(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
+    def setup(folder: Path) -> None:
+        for step in steps:
+            step(folder)
+
+    return setup
+
+
+def _file(relative: str, content, mode: str = "text") -> Callable[[Path], None]:
+    def setup(folder: Path) -> None:
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = content() if callable(content) else content
+        path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+
+    return setup
+
+
+def _site(folder: Path) -> None:
+    add_torch(folder / "site", cuda="12.8")
+    add_dist(folder / "site", "accelerate", "1.15.0")
+    add_dist(folder / "site", "deepspeed", "0.19.8")
+
+
+def _site_trl(folder: Path) -> None:
+    _site(folder)
+    add_dist(folder / "site", "trl", "1.16.0")
+
+
+def _fifo_at(relative: str) -> Callable[[Path], None]:
+    def setup(folder: Path) -> None:
+        path = folder / relative
+        if path.exists():
+            path.unlink()
+        _fifo(path)
+
+    return setup
+
+
+def _symlink_loop(relative: str) -> Callable[[Path], None]:
+    def setup(folder: Path) -> None:
+        path = folder / relative
+        if path.exists():
+            path.unlink()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        other = path.with_name(path.name + ".loop")
+        path.symlink_to(other)
+        other.symlink_to(path)
+
+    return setup
+
+
+def _smi_output(text: bytes) -> Callable[[Path], None]:
+    def setup(folder: Path) -> None:
+        (folder / "bin").mkdir(parents=True, exist_ok=True)
+        (folder / "bin" / "out.bin").write_bytes(text)
+        write_tool(folder / "bin", "nvidia-smi", f'exec {cat()} "{folder / "bin" / "out.bin"}"\n')
+
+    return setup
+
+
+def _rocm_output(text: bytes) -> Callable[[Path], None]:
+    def setup(folder: Path) -> None:
+        (folder / "bin").mkdir(parents=True, exist_ok=True)
+        (folder / "bin" / "rocm.json").write_bytes(text)
+        write_tool(folder / "bin", "rocm-smi", f'exec {cat()} "{folder / "bin" / "rocm.json"}"\n')
+
+    return setup
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    lines = ["compute_environment: LOCAL_MACHINE", "distributed_type: MULTI_GPU", 'a0: &a0 ["x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join([*lines, f"gpu_ids: *a{levels - 1}"]) + "\n"
+
+
+ACCEL = "home/.cache/huggingface/accelerate/default_config.yaml"
+H100_ROW = "0, GPU-5c1e7c3a-0f5b-6a6e-8a6e-3b1c1d2e4f01, {name}, {total}, 4, 81004, 550.54.15, 9.0\n"
+
+
+def _python_version_kept(result: Result) -> Optional[str]:
+    import platform
+
+    version = platform.python_version()
+    if f"Python {version}" not in result.stdout:
+        return f"'Python {version}' is not printed intact (a short value was scrubbed)"
+    if "CACHE_KEY" in result.stdout and "3.11" not in result.stdout.split("CACHE_KEY", 1)[1][:10]:
+        return "CACHE_KEY=3.11 was scrubbed"
+    return None
+
+
+def _contains(text: str) -> Callable[[Result], Optional[str]]:
+    def check(result: Result) -> Optional[str]:
+        flat = " ".join(result.stdout.split())
+        return None if text in flat else f"{text!r} is not in the report"
+
+    return check
+
+
+def diag_cases() -> List[Case]:
+    return [
+        Case("diag-metadata-fifo", DIAG, [], 8, SITE_ENV, _then(_site, _fifo_at("site/torch-2.13.0.dist-info/METADATA")),
+             check=_contains("unreadable")),
+        Case("diag-pkg-info-fifo", DIAG, [], 8, SITE_ENV,
+             _then(_site, _fifo_at("site/flash_attn-2.8.0.egg-info/PKG-INFO"))),
+        Case("diag-metadata-symlink-loop", DIAG, [], 8, SITE_ENV,
+             _then(_site, _symlink_loop("site/torch-2.13.0.dist-info/METADATA"))),
+        Case("diag-metadata-10mb-binary", DIAG, [], 8, SITE_ENV,
+             _then(_site, _file("site/torch-2.13.0.dist-info/METADATA",
+                                lambda: b"Metadata-Version: 2.1\nName: torch\nVersion: 2.13.0\n\n" + b"\xff\0" * 5_000_000))),
+        Case("diag-torch-version-fifo", DIAG, [], 8, SITE_ENV, _then(_site, _fifo_at("site/torch/version.py"))),
+        Case("diag-torch-version-deep", DIAG, [], 8, SITE_ENV,
+             _then(_site, _file("site/torch/version.py", "__version__ = " + "[" * 5000 + "]" * 5000 + "\n"))),
+        Case("diag-git-head-fifo", DIAG, [], 8, SITE_ENV, _then(_site_trl, _fifo_at("site/.git/HEAD"))),
+        Case("diag-git-ref-fifo", DIAG, [], 8, SITE_ENV,
+             _then(_site_trl, _file("site/.git/HEAD", "ref: refs/heads/main\n"), _fifo_at("site/.git/refs/heads/main"))),
+        Case("diag-git-ref-nul", DIAG, [], 8, SITE_ENV, _then(_site_trl, _file("site/.git/HEAD", "ref: refs/heads/ma\0in\n"))),
+        Case("diag-cuda-home-fifo", DIAG, [], 8, {**SITE_ENV, "CUDA_HOME": "{tmp}/cuda"},
+             _then(_site, _fifo_at("cuda/version.json"))),
+        Case("diag-cuda-version-json-wrong-types", DIAG, ["--json"], 8, {**SITE_ENV, "CUDA_HOME": "{tmp}/cuda"},
+             _then(_site, _file("cuda/version.json", '{"cuda": ["12.8"], "x": ' + "[" * 3000 + "]" * 3000 + "}")),
+             check=_strict_json),
+        Case("diag-direct-url-deep", DIAG, [], 8, SITE_ENV,
+             _then(_site, _file("site/torch-2.13.0.dist-info/direct_url.json", "[" * 100_000 + "]" * 100_000))),
+        Case("diag-direct-url-wrong-types", DIAG, ["--json"], 8, SITE_ENV,
+             _then(_site, _file("site/torch-2.13.0.dist-info/direct_url.json",
+                                '{"dir_info": [1], "vcs_info": {"commit_id": {"a": 1}}, "url": 5}')),
+             check=_strict_json),
+        Case("diag-deepspeed-build-mixed-keys", DIAG, [], 8, SITE_ENV,
+             _then(_site, _file("site/deepspeed/git_version_info_installed.py",
+                                "installed_ops = {1: True, 'cpu_adam': True, None: True}\n"
+                                "accelerator_name = ['cuda']\ntorch_info = {'version': [1]}\n"))),
+        Case("diag-accelerate-config-alias-bomb", DIAG, [], 8, WITH_PYYAML,
+             _file(ACCEL, _alias_bomb()), check=_contains("aliases")),
+        Case("diag-accelerate-config-fifo", DIAG, ["--accelerate-config", "{tmp}/cfg.yaml"], 4, setup=_fifo_at("cfg.yaml"),
+             codes=(2,), names="FIFO"),
+        Case("diag-accelerate-config-dir", DIAG, ["--accelerate-config", "{tmp}"], 4, codes=(2,), names="directory"),
+        Case("diag-accelerate-config-2mb", DIAG, [], 8, setup=_file(ACCEL, "compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\n" + "# padding\n" * 220_000),
+             check=_contains("larger than")),
+        Case("diag-accelerate-config-nan-and-wrong-types", DIAG, ["--json"], 8,
+             setup=_file(ACCEL, "compute_environment: LOCAL_MACHINE\ndistributed_type: NO\nnum_processes: .nan\n"
+                                "num_machines: [1]\ngpu_ids: {a: 1}\nmixed_precision: .inf\nfsdp_config: 5\n"),
+             check=_strict_json),
+        Case("diag-accelerate-config-binary-secret", DIAG, [], 8, WITH_PYYAML,
+             setup=_file(ACCEL, "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
+                                f"main_process_ip: !!binary {base64.b64encode(TOKEN.encode()).decode()}\n"
+                                f"gpu_ids: !!set {{{GH_TOKEN}: null}}\n"),
+             secrets=[TOKEN, GH_TOKEN]),
+        Case("diag-accelerate-config-control-chars", DIAG, [], 8,
+             setup=_file(ACCEL, 'compute_environment: LOCAL_MACHINE\ndistributed_type: "MULTI_GPU\\e[2K\\rVerdict: OK"\n'),
+             check=_one_verdict_line),
+        Case("diag-nvidia-smi-dev-zero", DIAG, ["--timeout", "3"], 3, setup=_tool("nvidia-smi", f"exec {cat()} /dev/zero\n")),
+        Case("diag-nvidia-smi-flood", DIAG, ["--timeout", "3"], 3,
+             setup=_tool("nvidia-smi", "exec /usr/bin/yes '0, GPU-x, name, 1, 1, 1, 1, 9.0'\n")),
+        Case("diag-nvidia-smi-hang", DIAG, ["--timeout", "1"], 3, setup=_tool("nvidia-smi", "exec /bin/sleep 30\n")),
+        Case("diag-nvidia-smi-131k-field", DIAG, [], 8,
+             setup=_smi_output(H100_ROW.format(name='"' + "N" * 131_100 + '"', total=81559).encode())),
+        Case("diag-nvidia-smi-nul", DIAG, [], 8, setup=_smi_output(H100_ROW.format(name="H\0100", total=81559).encode())),
+        Case("diag-nvidia-smi-inf-memory", DIAG, [], 8, setup=_smi_output(H100_ROW.format(name="H100", total="inf").encode())),
+        Case("diag-nvidia-smi-control-chars", DIAG, [], 8,
+             setup=_smi_output(H100_ROW.format(name="H100\x1b[2K\rVerdict: OK", total=81559).encode()),
+             check=_one_verdict_line),
+        Case("diag-nvidia-smi-error-with-key", DIAG, [], 8,
+             setup=_tool("nvidia-smi", f"echo 'NVIDIA-SMI has failed: license server rejected key {SK_KEY} for this "
+                                       f"host, contact your administrator for details' >&2\nexit 9\n"),
+             secrets=[SK_KEY]),
+        Case("diag-rocm-smi-deep", DIAG, [], 8, setup=_rocm_output(b'{"card0": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")),
+        Case("diag-rocm-smi-huge-numbers", DIAG, ["--json"], 8,
+             setup=_rocm_output(json.dumps({"card0": {"VRAM Total Memory (B)": "9" * 5000, "Card Series": "MI300X"},
+                                            "card" + "9" * 5000: {"a": 1}}).encode()), check=_strict_json),
+        Case("diag-visible-devices-5000-digits", DIAG, [], 8, {"CUDA_VISIBLE_DEVICES": "9" * 5000 + ",0"},
+             _smi_output(H100_ROW.format(name="H100", total=81559).encode())),
+        Case("diag-timeout-inf", DIAG, ["--timeout", "inf"], 4, codes=(2,), names="--timeout"),
+        Case("diag-env-secrets", DIAG, [], 8,
+             {"NCCL_IB_HCA": GH_TOKEN, "NCCL_SOCKET_IFNAME": SK_KEY, "NCCL_DEBUG_SUBSYS": f"INIT,token={PLAIN_SECRET}",
+              "NCCL_NET": f"x?token={PLAIN_SECRET}&y=1", "MASTER_ADDR": f"user:{PASSWORD}@10.0.0.1:29500",
+              "HTTPS_PROXY": f"http://user:{PASSWORD}/x@y@proxy:3128", "HF_TOKEN": TOKEN,
+              "CACHE_KEY": "3.11", "SSH_AUTH_SOCK": "/root"},
+             secrets=[GH_TOKEN, SK_KEY, PLAIN_SECRET, PASSWORD, TOKEN], check=_python_version_kept),
+        Case("diag-probe-import-error-with-key", DIAG, ["--probe-imports=accelerate", "--timeout", "10"], 10, SITE_ENV,
+             _then(_site, _file("site/accelerate/__init__.py",
+                                f"raise ImportError('cannot load plugin: api key {SK_KEY} was rejected by the server')\n")),
+             secrets=[SK_KEY]),
+        Case("diag-text-layout", DIAG, ["--require", "ddp,qlora"], 8, SITE_ENV, _site, codes=(1,),
+             check=lambda r: text_width_problem(r.stdout) or (None if r.stdout.rstrip().splitlines()[-1].startswith(
+                 "Require ddp,qlora: ") else "the --require result is not the last line")),
+    ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The run: every case once, four at a time
+# --------------------------------------------------------------------------------------------------------------
+
+
+def all_cases(silent_url: str) -> List[Case]:
+    return vllm_cases(silent_url) + diag_cases()
+
+
+_SILENT = silent_listener()
+CASES = all_cases(_SILENT[1])
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Dict[str, Result]:
+    root = tmp_path_factory.mktemp("hostile")
+    with HostileServer() as server:
+        server.behaviours.update(BEHAVIOURS)
+        try:
+            yield run_all(CASES, Path(root), server.url)
+        finally:
+            _SILENT[0].close()
+
+
+def _param(case: Case):
+    marks = [pytest.mark.xfail(reason=case.xfail, strict=True)] if case.xfail else []
+    return pytest.param(case, id=case.id, marks=marks)
+
+
+@pytest.mark.parametrize("case", [_param(case) for case in CASES])
+def test_hostile_input_never_wins(case: Case, results: Dict[str, Result]) -> None:
+    result = results[case.id]
+    found = problems(result)
+    assert not found, f"{case.id}: " + "; ".join(found) + f"\nstderr tail: {result.stderr[-400:]!r}"
