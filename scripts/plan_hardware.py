@@ -10,8 +10,8 @@ import sys
 sys.dont_write_bytecode = True  # importing the siblings must not leave __pycache__ in scripts/
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
+import re  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
@@ -21,6 +21,8 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 from plan_rules import PlanInputError  # noqa: E402
+from safe_read import InputError, read_bytes  # noqa: E402
+from safe_values import InvalidValue, load_json, short  # noqa: E402
 
 GIB = 2**30
 
@@ -49,16 +51,23 @@ class Hardware:
         return int(self.memory_gib * GIB)
 
 
+HARDWARE_JSON_LIMIT = 16_000_000
+MAX_JSON_GPUS = 4096 * 16
+MAX_GPU_MIB = 2**31
+
+
 def load_hardware_json(path: str) -> Dict[str, Any]:
     """The visible GPUs from ``check_optional_backends.py --json`` (schema_version 1)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PlanInputError(f"{path}: no such file") from None
-    except json.JSONDecodeError as exc:
-        raise PlanInputError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanInputError(f"{path}: cannot read: {exc}") from None
+        read = read_bytes(path, HARDWARE_JSON_LIMIT)
+    except InputError as error:
+        raise PlanInputError(f"{path}: {error.reason}") from None
+    if read.truncated:
+        raise PlanInputError(f"{path}: larger than {HARDWARE_JSON_LIMIT:,} bytes; not a diagnostic report")
+    try:
+        data = load_json(read.data, path, max_bytes=HARDWARE_JSON_LIMIT)
+    except InvalidValue as error:
+        raise PlanInputError(str(error)) from None
     if not isinstance(data, dict):
         raise PlanInputError(f"{path}: expected the JSON object of check_optional_backends.py --json")
     if data.get("schema_version") != 1:
@@ -69,29 +78,40 @@ def load_hardware_json(path: str) -> Dict[str, Any]:
     gpus = (data.get("accelerators") or {}).get("gpus") if isinstance(data.get("accelerators"), dict) else None
     if not isinstance(gpus, list):
         raise PlanInputError(f"{path}: no accelerators.gpus list")
+    if len(gpus) > MAX_JSON_GPUS:
+        raise PlanInputError(f"{path}: accelerators.gpus lists {len(gpus):,} GPUs (more than {MAX_JSON_GPUS})")
     visible = [g for g in gpus if isinstance(g, dict) and g.get("visible", True)]
     if not visible:
         raise PlanInputError(f"{path}: no visible GPU (accelerators.gpus has {len(gpus)} entries, none visible)")
     memories = []
     for gpu in visible:
         mib = gpu.get("memory_total_mib")
-        if not isinstance(mib, (int, float)) or isinstance(mib, bool) or mib <= 0:
-            raise PlanInputError(f"{path}: GPU {gpu.get('index')} has no positive memory_total_mib")
+        if not isinstance(mib, (int, float)) or isinstance(mib, bool) or not 0 < mib <= MAX_GPU_MIB:
+            raise PlanInputError(f"{path}: GPU {short(gpu.get('index'))} has no memory_total_mib in (0, 2**31]")
         memories.append(float(mib))
     notes = []
     if len(set(memories)) > 1:
         notes.append(f"GPUs differ in memory ({sorted(set(memories))} MiB); planning with the smallest")
     for gpu in visible:
         free, total = gpu.get("memory_free_mib"), gpu.get("memory_total_mib")
-        if isinstance(free, (int, float)) and isinstance(total, (int, float)) and total - free > 1024:
+        if (
+            isinstance(free, (int, float))
+            and not isinstance(free, bool)
+            and 0 <= free <= MAX_GPU_MIB
+            and isinstance(total, (int, float))
+            and total - free > 1024
+        ):
             notes.append(
                 f"GPU {gpu.get('index')} already has {(total - free) / 1024:.1f} GiB in use by other processes"
             )
     return {
         "count": len(visible),
         "memory_gib": min(memories) / 1024.0,
-        "compute_capabilities": [g.get("compute_capability") for g in visible],
-        "names": [str(g.get("name", "?")) for g in visible],
+        "compute_capabilities": [
+            cc if isinstance(cc, str) and re.fullmatch(r"\d{1,2}\.\d{1,2}", cc) else None
+            for cc in (g.get("compute_capability") for g in visible)
+        ],
+        "names": [str(g.get("name", "?"))[:120] for g in visible],
         "notes": notes,
     }
 

@@ -7,7 +7,6 @@ built-in reader for the YAML subset Accelerate and TRL configs use). Every rule 
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 import simple_yaml  # noqa: E402
+from safe_read import InputError, read_bytes  # noqa: E402
+from safe_values import InvalidValue, NotJson, load_json  # noqa: E402
 
 TRL = "1.16.0"
 ACCELERATE = "1.15.0"
@@ -47,20 +48,32 @@ def load_yaml_text(text: str, source: str, parser: str = "auto") -> Tuple[Any, s
         raise PlanInputError(f"{where}: malformed YAML ({used}): {exc.message}") from None
 
 
+CONFIG_LIMIT = 4_000_000  # bytes; a config.json or TRL/Accelerate config is a few kB
+
+
 def load_config_file(path: str, parser: str = "auto") -> Tuple[Dict[str, Any], str]:
-    """Read a YAML or JSON config file into a mapping; return (mapping, parser name)."""
-    file_path = Path(path)
+    """Read a YAML or JSON config file into a mapping; return (mapping, parser name).
+
+    The file is read through safe_read (a FIFO, device or directory is refused without blocking; at most
+    CONFIG_LIMIT bytes), JSON strictly and within bounds (no NaN/Infinity, no 5,000-digit integers, no 100k-deep
+    nesting), YAML through simple_yaml (size and alias-expansion budget)."""
     try:
-        text = file_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlanInputError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanInputError(f"{path}: cannot read: {exc}") from None
-    if file_path.suffix.lower() == ".json":
+        read = read_bytes(path, CONFIG_LIMIT)
+    except InputError as error:
+        raise PlanInputError(f"{path}: {error.reason}") from None
+    if read.truncated:
+        raise PlanInputError(f"{path}: larger than {CONFIG_LIMIT:,} bytes; not a config file")
+    try:
+        text = read.data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise PlanInputError(f"{path}: not UTF-8 text (byte offset {error.start})") from None
+    if Path(path).suffix.lower() == ".json":
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PlanInputError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg}") from None
+            data = load_json(text, path, max_bytes=CONFIG_LIMIT)
+        except NotJson as error:
+            raise PlanInputError(f"{path}: malformed JSON: {str(error).split('is not valid JSON: ', 1)[-1]}") from None
+        except InvalidValue as error:
+            raise PlanInputError(str(error)) from None
         used = "json"
     else:
         data, used = load_yaml_text(text, path, parser)
@@ -304,12 +317,17 @@ class LintContext:
 
 
 def _as_int(value: Any) -> Optional[int]:
+    """A whole number up to 10**7 (no setting is larger), else None: 10**12 processes must not be enumerated."""
     if value is None or isinstance(value, bool):
         return None
+    text = str(value).strip()
+    if len(text) > 12:
+        return None
     try:
-        return int(str(value).strip())
+        number = int(text)
     except ValueError:
         return None
+    return number if abs(number) <= 10_000_000 else None
 
 
 # Spellings read as booleans when a setting arrives as a string (a quoted YAML value, JSON, a CLI override).
@@ -420,7 +438,10 @@ def rule_colocate_tp(ctx: LintContext) -> List[Finding]:
         world = ctx.gpus_per_node * ctx.nodes if ctx.gpus_per_node else None
     if world is None or world % tp == 0:
         return []
-    divisors = [d for d in range(1, world + 1) if world % d == 0]
+    small = [d for d in range(1, math.isqrt(world) + 1) if world % d == 0]  # O(sqrt(world))
+    divisors = sorted(set(small + [world // d for d in small]))
+    if len(divisors) > 12:
+        divisors = [*divisors[:6], "...", *divisors[-3:]]
     return [
         Finding(
             "colocate-tp",

@@ -12,7 +12,6 @@ import sys
 sys.dont_write_bytecode = True  # the planner's sibling modules must not leave __pycache__ in scripts/
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import re  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Dict, List, Optional, Tuple  # noqa: E402
@@ -24,10 +23,19 @@ if str(_HERE) not in sys.path:
 import plan_rules  # noqa: E402
 from plan_assemble import build_plan  # noqa: E402
 from plan_hardware import resolve_hardware  # noqa: E402
+from plan_inputs import (  # noqa: E402
+    check_accelerate_config,
+    check_args,
+    check_model_config,
+    check_params_text,
+    check_trl_config,
+    shell_safe,
+)
 from plan_memory import DTYPE_BYTES, MEMORY_MODEL, TRAINERS  # noqa: E402
 from plan_model import facts_from_config, facts_from_params, parse_param_count  # noqa: E402
 from plan_render import plan_dict, render_text  # noqa: E402
 from plan_rules import PlanInputError  # noqa: E402
+from safe_output import WIDTH, dumps_strict, emit, escape_controls, fit_width, one_line  # noqa: E402
 
 SCHEMA_VERSION = 1
 
@@ -280,6 +288,9 @@ def resolve_trainer(args: argparse.Namespace, trl_config: Optional[Dict[str, Any
 
 
 def run(args: argparse.Namespace) -> Tuple[Dict[str, Any], str, int]:
+    check_args(args)
+    check_params_text(args.params)
+    args.model_id = shell_safe(args.model_id)
     planning = args.params is not None or args.model_config is not None
     linting = bool(args.lint_accelerate_config or args.lint_trl_config)
     if not planning and not linting:
@@ -288,11 +299,13 @@ def run(args: argparse.Namespace) -> Tuple[Dict[str, Any], str, int]:
     trl_cfg = None
     if args.lint_trl_config:
         trl_cfg, used = plan_rules.load_config_file(args.lint_trl_config, args.yaml_parser)
+        check_trl_config(trl_cfg, args.lint_trl_config)
         yaml_parsers.append(used)
     trainer_note = resolve_trainer(args, trl_cfg)
     facts = None
     if args.model_config:
         data, used = plan_rules.load_config_file(args.model_config, args.yaml_parser)
+        check_model_config(data, args.model_config)
         facts = facts_from_config(data, args.model_config)
     elif args.params is not None:
         facts = facts_from_params(parse_param_count(args.params))
@@ -310,6 +323,8 @@ def run(args: argparse.Namespace) -> Tuple[Dict[str, Any], str, int]:
         )
         if used:
             yaml_parsers.append(used)
+        if isinstance(acc, dict):
+            check_accelerate_config(acc, acc_label or "the Accelerate config")
         server_gpus, reason = 0, ""
         if args.vllm_server_gpus is not None:
             if args.vllm_server_gpus < 0:
@@ -356,26 +371,83 @@ def run(args: argparse.Namespace) -> Tuple[Dict[str, Any], str, int]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: 0 for --help, 2 for usage errors
-        return int(exc.code or 0)
+    args = parser.parse_args(argv)  # argparse exits 0 for --help, 2 for usage errors (run_cli passes them on)
     try:
         result, text, code = run(args)
     except PlanInputError as exc:
         if args.json:
-            print(
-                json.dumps(
-                    {"schema_version": SCHEMA_VERSION, "tool": "plan_training.py", "error": str(exc), "exit_code": 2},
-                    indent=2,
-                )
-            )
-        else:
-            print(f"plan_training.py: error: {exc}", file=sys.stderr)
+            error = {"schema_version": SCHEMA_VERSION, "tool": "plan_training.py", "error": str(exc), "exit_code": 2}
+            emit(dumps_strict(error))
+        sys.stderr.write(f"plan_training.py: error: {one_line(str(exc), 400)}\n")
         return 2
-    print(json.dumps(result, indent=2) if args.json else text)
+    if args.json:
+        emit(dumps_strict(result))
+    else:
+        emit(fit_plan_text(escape_controls(text, keep_newlines=True).rstrip("\n")) + "\n" + verdict_block(result, args))
     return code
 
 
+def fit_plan_text(text: str, width: int = WIDTH) -> str:
+    """Wrap to ``width`` columns; a shell command keeps working when copied (continued with `` \\``), and a long
+    comment line continues as a comment."""
+    out: List[str] = []
+    for line in text.split("\n"):
+        stripped = line.lstrip(" ")
+        indent = line[: len(line) - len(stripped)]
+        if len(line) <= width:
+            out.append(line)
+        elif stripped.startswith("#"):
+            out.extend(fit_width(line, width).replace("\n" + indent + "    ", "\n" + indent + "#   ").split("\n"))
+        elif re.match(r"^[A-Z_]+=|^(vllm|accelerate|trl|python3?|torchrun|CUDA_VISIBLE_DEVICES) ", stripped):
+            out.extend(_wrap_command(line, indent, width))
+        else:
+            out.extend(fit_width(line, width).split("\n"))
+    return "\n".join(out)
+
+
+def _wrap_command(line: str, indent: str, width: int) -> List[str]:
+    """Break a command between words (never inside quotes), ending each continued line with a backslash."""
+    words = re.findall(r"""(?:[^\s'"]+|'[^']*'|"[^"]*")+""", line.strip())
+    lines: List[str] = []
+    current = indent
+    for word in words:
+        candidate = word if current.strip() == "" else current + " " + word
+        if current.strip() and len(candidate) + 2 > width:
+            lines.append(current + " \\")
+            current = indent + "    " + word
+        else:
+            current = candidate if current.strip() else indent + word
+    lines.append(current)
+    return lines
+
+
+def verdict_block(result: Dict[str, Any], args: argparse.Namespace) -> str:
+    """The last lines, always in this order: the plan's verdict, the lint's named errors, the --require results."""
+    lines: List[str] = []
+    if "fits" in result:
+        recommendation = result.get("recommendation") or {}
+        if result.get("fits") and isinstance(recommendation, dict):
+            detail = f"{recommendation.get('label')} ({recommendation.get('method')})"
+            if isinstance(recommendation.get("per_gpu_gib"), (int, float)):
+                detail += f", {recommendation['per_gpu_gib']:.1f} GiB per GPU"
+            lines.append(f"Verdict: fits: {detail}")
+        else:
+            lines.append("Verdict: does not fit (see the candidates and the smallest changes above)")
+    lint = result.get("lint") or {}
+    if lint.get("ran"):
+        errors = [f["id"] for f in lint.get("findings") or [] if f.get("severity") == "error"]
+        warnings = [f["id"] for f in lint.get("findings") or [] if f.get("severity") == "warning"]
+        lines.append(f"Lint: errors: {', '.join(dict.fromkeys(errors)) or 'none'}")
+        lines.append(f"  warnings: {', '.join(dict.fromkeys(warnings)) or 'none'}")
+    if args.require_fit and "fits" in result:
+        lines.append(f"Require fit: {'met' if result.get('fits') else 'FAILED (no candidate fits)'}")
+    if args.require_lint_clean and lint.get("ran"):
+        failed = any(f.get("severity") == "error" for f in lint.get("findings") or [])
+        lines.append(f"Require lint clean: {'FAILED (lint errors above)' if failed else 'met'}")
+    return fit_width("\n".join(lines)) + "\n" if lines else ""
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    from safe_output import run_cli  # a closed pipe ends quietly; no traceback ever reaches the user
+
+    sys.exit(run_cli(main, "plan_training.py"))

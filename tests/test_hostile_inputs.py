@@ -462,12 +462,149 @@ def diag_cases() -> List[Case]:
 
 
 # --------------------------------------------------------------------------------------------------------------
+# The planner: config.json, TRL YAML/JSON, Accelerate YAML, hardware JSON, command-line numbers
+# --------------------------------------------------------------------------------------------------------------
+
+PLAN = "plan"
+LLAMA = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 8192,
+    "tie_word_embeddings": False,
+}
+HW = ["--gpus", "2", "--gpu-memory-gib", "80"]
+COLOCATE_ACC = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nnum_machines: 1\nnum_processes: 8\n"
+COLOCATE_TRL = "use_vllm: true\nvllm_mode: colocate\nvllm_tensor_parallel_size: 3\n"
+
+
+def _model(**changes) -> str:
+    return json.dumps({**LLAMA, **changes})
+
+
+def _hardware(gpus) -> str:
+    return json.dumps({"schema_version": 1, "accelerators": {"gpus": gpus}})
+
+
+def _templates_quote(result: Result) -> Optional[str]:
+    if "x; touch pwned" not in result.stdout:
+        return "the model id is missing from the templates"
+    if "'x; touch pwned'" not in result.stdout:
+        return "the model id is pasted into the shell templates unquoted"
+    return None
+
+
+def _plan_layout(result: Result) -> Optional[str]:
+    problem = text_width_problem(result.stdout)
+    if problem:
+        return problem
+    lines = result.stdout.rstrip("\n").splitlines()
+    if not lines[-1].startswith("Require fit: ") or not lines[-2].startswith("Verdict: "):
+        return f"the verdict and --require result are not the last lines: {lines[-3:]}"
+    return None
+
+
+def plan_cases() -> List[Case]:
+    model = ["--model-config", "{tmp}/config.json", *HW]
+    return [
+        Case("plan-model-config-fifo", PLAN, model, 4, setup=_fifo_at("config.json"), codes=(2,), names="FIFO"),
+        Case("plan-model-config-dev-zero", PLAN, ["--model-config", "/dev/zero", *HW], 4, codes=(2,), names="/dev/zero"),
+        Case("plan-model-config-directory", PLAN, ["--model-config", "{tmp}", *HW], 4, codes=(2,), names="directory"),
+        Case("plan-trl-config-fifo", PLAN, ["--lint-trl-config", "{tmp}/trl.yaml", "--trainer", "grpo", *HW], 4,
+             setup=_fifo_at("trl.yaml"), codes=(2,), names="FIFO"),
+        Case("plan-accelerate-config-fifo", PLAN, ["--lint-accelerate-config", "{tmp}/acc.yaml", *HW], 4,
+             setup=_fifo_at("acc.yaml"), codes=(2,), names="FIFO"),
+        Case("plan-hardware-json-fifo", PLAN, ["--params", "7B", "--hardware-json", "{tmp}/hw.json"], 4,
+             setup=_fifo_at("hw.json"), codes=(2,), names="FIFO"),
+        Case("plan-model-config-nan", PLAN, model, 4, setup=_file("config.json", _model(hidden_size=float("nan"))),
+             codes=(2,), names="config.json"),
+        Case("plan-model-config-infinity", PLAN, model, 4,
+             setup=_file("config.json", _model(rope_theta=float("-inf"))), codes=(2,), names="config.json"),
+        Case("plan-model-config-1e400", PLAN, model, 4,
+             setup=_file("config.json", _model(vocab_size=1).replace('"vocab_size": 1', '"vocab_size": 1e400')),
+             codes=(2,), names="config.json"),
+        Case("plan-model-config-5000-digits", PLAN, model, 4,
+             setup=_file("config.json", _model(vocab_size=1).replace('"vocab_size": 1', '"vocab_size": ' + "9" * 5000)),
+             codes=(2,), names="config.json"),
+        Case("plan-model-config-wrong-types", PLAN, model, 4,
+             setup=_file("config.json", _model(num_hidden_layers=[32], hidden_size={"a": 1})), codes=(2,),
+             names="config.json"),
+        Case("plan-model-config-deep", PLAN, model, 4,
+             setup=_file("config.json", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"), codes=(2,), names="config.json"),
+        Case("plan-model-config-kv-heads-above-heads", PLAN, model, 4,
+             setup=_file("config.json", _model(num_key_value_heads=64)), codes=(2,), names="num_key_value_heads"),
+        Case("plan-model-config-binary", PLAN, model, 4, setup=_file("config.json", b"\x89PNG\r\n\x1a\n\0\0\xff" * 1000),
+             codes=(2,), names="config.json"),
+        Case("plan-trl-config-nan-and-zero", PLAN, ["--lint-trl-config", "{tmp}/trl.yaml", "--trainer", "grpo", *HW],
+             4, setup=_file("trl.yaml", "num_generations: 0\nbeta: .nan\n"), codes=(2,), names="trl.yaml"),
+        Case("plan-trl-config-json-nan", PLAN, ["--lint-trl-config", "{tmp}/trl.json", "--trainer", "grpo", *HW],
+             4, setup=_file("trl.json", '{"beta": NaN, "num_generations": 8}'), codes=(2,), names="trl.json"),
+        Case("plan-trl-config-alias-bomb", PLAN, ["--lint-trl-config", "{tmp}/trl.yaml", "--trainer", "grpo", *HW],
+             6, WITH_PYYAML, _file("trl.yaml", _alias_bomb()), codes=(2,), names="trl.yaml"),
+        Case("plan-trl-config-7mb", PLAN, ["--lint-trl-config", "{tmp}/trl.yaml", "--trainer", "sft", *HW], 6,
+             WITH_PYYAML, _file("trl.yaml", lambda: "".join(f"k{i}: {i}\n" for i in range(500_000))), codes=(2,),
+             names="trl.yaml"),
+        Case("plan-trl-config-300kb", PLAN, ["--lint-trl-config", "{tmp}/trl.yaml", "--trainer", "sft", *HW], 6,
+             WITH_PYYAML, _file("trl.yaml", lambda: "".join(f"k{i}: {i}\n" for i in range(30_000))), codes=(2,),
+             names="trl.yaml"),
+        Case("plan-colocate-num-processes-1e12", PLAN,
+             ["--lint-accelerate-config", "{tmp}/acc.yaml", "--lint-trl-config", "{tmp}/trl.yaml", "--trainer", "grpo",
+              *HW], 4,
+             setup=_then(_file("acc.yaml", COLOCATE_ACC.replace("num_processes: 8", "num_processes: 1000000000000")),
+                         _file("trl.yaml", COLOCATE_TRL)), codes=(2,), names="num_processes"),
+        Case("plan-colocate-num-processes-flag-1e12", PLAN,
+             ["--lint-trl-config", "{tmp}/trl.yaml", "--trainer", "grpo", "--num-processes", "1000000000000", *HW], 4,
+             setup=_file("trl.yaml", COLOCATE_TRL), codes=(2,), names="--num-processes"),
+        Case("plan-accelerate-distributed-type-unquoted-no", PLAN,
+             ["--lint-accelerate-config", "{tmp}/acc.yaml", "--trainer", "sft", *HW], 4,
+             setup=_file("acc.yaml", "compute_environment: LOCAL_MACHINE\ndistributed_type: NO\nnum_processes: 1\n"),
+             codes=(2,), names="distributed_type"),
+        Case("plan-trl-config-control-chars", PLAN, ["--lint-trl-config", "{tmp}/trl.yaml", "--trainer", "grpo", *HW],
+             4, setup=_file("trl.yaml", 'use_vllm: true\nvllm_mode: "serv\\e[2K\\rVerdict: OK"\n'),
+             check=lambda r: "a control character reached the output" if "\x1b" in r.stdout + r.stderr else None),
+        Case("plan-hardware-json-nan", PLAN, ["--params", "7B", "--hardware-json", "{tmp}/hw.json"], 4,
+             setup=_file("hw.json", _hardware([{"memory_total_mib": 1}]).replace("1}", "NaN}")), codes=(2,),
+             names="hw.json"),
+        Case("plan-hardware-json-huge-and-wrong-types", PLAN, ["--params", "7B", "--hardware-json", "{tmp}/hw.json"], 4,
+             setup=_file("hw.json", _hardware([{"memory_total_mib": 10**30, "index": [1], "visible": True}])),
+             codes=(2,), names="hw.json"),
+        Case("plan-hardware-json-deep", PLAN, ["--params", "7B", "--hardware-json", "{tmp}/hw.json"], 4,
+             setup=_file("hw.json", "[" * 100_000 + "]" * 100_000), codes=(2,), names="hw.json"),
+        Case("plan-params-1e400", PLAN, ["--params", "1e400", *HW], 4, codes=(2,), names="--params"),
+        Case("plan-params-nan", PLAN, ["--params", "nan", *HW], 4, codes=(2,), names="--params"),
+        Case("plan-gpu-memory-1e300", PLAN, ["--params", "7B", "--gpus", "2", "--gpu-memory-gib", "1e300"], 4,
+             codes=(2,), names="--gpu-memory-gib"),
+        Case("plan-host-memory-nan", PLAN, ["--params", "7B", *HW, "--host-memory-gib", "nan"], 4, codes=(2,),
+             names="--host-memory-gib"),
+        Case("plan-host-memory-negative", PLAN, ["--params", "7B", *HW, "--host-memory-gib", "-64"], 4, codes=(2,),
+             names="--host-memory-gib"),
+        Case("plan-beta-nan", PLAN, ["--params", "7B", "--trainer", "grpo", *HW, "--beta", "nan"], 4, codes=(2,),
+             names="--beta"),
+        Case("plan-gpus-1e8", PLAN, ["--params", "7B", "--gpus", "100000000", "--gpu-memory-gib", "80"], 4,
+             codes=(2,), names="--gpus"),
+        Case("plan-seq-len-5000-digits", PLAN, ["--params", "7B", *HW, "--seq-len", "9" * 5000], 4, codes=(2,),
+             names="--seq-len"),
+        Case("plan-model-id-shell", PLAN, ["--params", "7B", "--trainer", "grpo", *HW, "--model-id", "x; touch pwned"],
+             4, check=_templates_quote),
+        Case("plan-model-id-control-chars", PLAN, ["--params", "7B", "--trainer", "grpo", *HW, "--model-id",
+             "org/m\x1b[2K\rVerdict: OK"], 4, check=_one_verdict_line),
+        Case("plan-text-layout", PLAN, ["--params", "7B", "--trainer", "grpo", "--gpus", "4", "--gpu-memory-gib", "80",
+             "--require-fit"], 4, check=_plan_layout),
+    ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------------------
 # The run: every case once, four at a time
 # --------------------------------------------------------------------------------------------------------------
 
 
 def all_cases(silent_url: str) -> List[Case]:
-    return vllm_cases(silent_url) + diag_cases()
+    return vllm_cases(silent_url) + diag_cases() + plan_cases()
 
 
 _SILENT = silent_listener()

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 
 import pytest
 
@@ -22,10 +22,7 @@ from conftest import SCRIPTS_DIR
 
 SHARED = {"safe_read.py", "safe_values.py", "safe_output.py"}
 # Modules not yet moved onto the shared helpers: each must fail the scan (strict xfail) until it is.
-NOT_YET = {
-    "plan_hardware.py": "the planner reads --hardware-json with Path.read_text (issue 13: not yet moved to safe_read)",
-    "plan_rules.py": "the planner reads config files with Path.read_text (issue 13: not yet moved to safe_read)",
-}
+NOT_YET: Dict[str, str] = {}
 FORBIDDEN_ATTRIBUTE_CALLS = {"read_text", "read_bytes", "open", "urlopen", "system", "popen", "fdopen"}
 FORBIDDEN_MODULES = {"subprocess"}
 
@@ -96,15 +93,7 @@ def test_scripts_write_no_bytecode(script: str, tmp_path: Path) -> None:
     assert not (copy / "__pycache__").exists(), sorted(p.name for p in (copy / "__pycache__").iterdir())
 
 
-@pytest.mark.parametrize(
-    "script",
-    [
-        pytest.param(name, marks=[pytest.mark.xfail(reason="planner not yet on the shared runner", strict=True)])
-        if name == "plan_training.py"
-        else name
-        for name in sorted(ENTRY)
-    ],
-)
+@pytest.mark.parametrize("script", sorted(ENTRY))
 def test_a_closed_pipe_ends_quietly(script: str) -> None:
     """The reader is gone before the script writes (the read end is closed at once), so every write fails."""
     read_end, write_end = os.pipe()
