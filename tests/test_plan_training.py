@@ -391,7 +391,7 @@ def _write(tmp_path: Path, name: str, text: str) -> str:
         ([], "nothing to do"),
         (
             ["--params", "7B", "--gpus", "1", "--gpu-memory-gib", "80", "--method", "lora", "--lora-targets", "qkv"],
-            "not among this model's linear layers",
+            "none of these names is a linear layer of this model",
         ),
     ],
 )
