@@ -21,7 +21,7 @@ if str(_HERE) not in sys.path:
 import plan_rules  # noqa: E402
 from plan_hardware import GIB, Hardware  # noqa: E402
 from plan_memory import GENERATING, REF_MODEL_DEFAULT, Estimate, Setup, estimate, judge, strategies_for  # noqa: E402
-from plan_model import ModelFacts, lora_trainable  # noqa: E402
+from plan_model import LoraTargets, ModelFacts, lora_trainable, resolve_lora  # noqa: E402
 from plan_rules import PlanInputError  # noqa: E402
 from plan_split import (  # noqa: E402
     TRL_COLOCATE_UTIL_DEFAULT,
@@ -62,6 +62,8 @@ class Plan:
     notes: List[str]
     commands: List[Dict[str, str]] = field(default_factory=list)
     config_fields: Dict[str, Any] = field(default_factory=dict)
+    lora: Optional[LoraTargets] = None  # what PEFT trains, when the plan's method (or its fallback) is LoRA/QLoRA
+    input_sources: List[Dict[str, Any]] = field(default_factory=list)  # which of flag / TRL config set an input
 
     @property
     def fits(self) -> bool:
@@ -210,8 +212,17 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
             "AsyncGRPO trains in AsyncGRPOConfig.dtype (default float32) and wants the server in the same dtype "
             "(vllm serve --dtype); --model-dtype bfloat16 halves both"
         )
-    if args.method != "full" and mode == "server" and trainer == "async-grpo":
-        notes.append("AsyncGRPO with LoRA syncs only the adapter when the server has --enable-lora (see the template)")
+    uses_lora = args.method != "full" or (alternative_pick is not None and alternative_pick.method != "full")
+    lora = resolve_lora(facts, args.lora_rank, args.lora_targets) if uses_lora else None
+    if lora is not None:
+        notes.extend(lora.notes)
+    if args.method != "full" and trainer == "async-grpo":
+        if lora is not None and lora.merged_sync_reason:
+            notes.append(f"AsyncGRPO syncs merged weights, not the adapter: {lora.merged_sync_reason}")
+        elif mode == "server":
+            notes.append(
+                "AsyncGRPO with LoRA syncs only the adapter when the server has --enable-lora (see the template)"
+            )
     plan = Plan(
         facts,
         setup,
@@ -230,6 +241,7 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
         geometry,
         notes,
     )
+    plan.lora = lora
     plan.commands, plan.config_fields = build_commands(args, plan)
     return plan
 

@@ -33,8 +33,11 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
     FSDP2         (w_master 4 + grads 4 + AdamW 8) * T/N (accelerate 1.15 upcasts trainable params to fp32 under
                   mixed precision, utils/fsdp_utils.py); frozen params at load dtype /N; offload moves all of it
                   to host RAM
-    LoRA          T = r*(in+out) per targeted linear (all-linear = attention and dense MLP projections, never
-                  lm_head; MoE experts are fused 3-D parameters in transformers 5.x, not Linear layers);
+    LoRA          T as PEFT 0.21.2 counts it: r*(in+out) per targeted Linear (all-linear = every Linear but
+                  lm_head); on mixtral, qwen3_moe and deepseek_v2/v3 (transformers 5.24.0 fused experts) PEFT
+                  also turns all-linear, gate_proj/up_proj/down_proj (w1/w3/w2) and gate into target_parameters:
+                  r*E*(in+out) per fused expert tensor (gate_up_proj at rank 2r) and r*(E+h) for the router;
+                  names that match nothing are ignored, none matching is refused (PEFT's message);
                   adapters fp32: 16 bytes/T; DeepSpeed: frozen base in bf16 (2 bytes) + 18*T/N
     QLoRA         NF4: 0.5 byte/param + absmax 4/64 (double quant: 1/64 + 4/(64*256)) for every nn.Linear except
                   lm_head; other params at the load dtype; trainable cast to bf16 by TRL: 8 bytes/T (AdamW);

@@ -339,7 +339,7 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
         notes.append(
             f"MoE: {moe.experts} experts, top-{moe.top_k}; in transformers 5.x the experts are fused 3-D parameters, "
             "so bitsandbytes 4-bit leaves them at the load dtype; which of them LoRA trains depends on the target "
-            "list (see the LoRA line)"
+            "list (see the LoRA note)"
         )
     else:
         add(dense_mlp, layers)

@@ -76,7 +76,19 @@ def plan_dict(plan: Plan) -> Dict[str, Any]:
             "vocab": f.vocab,
             "moe": f.is_moe,
         },
+        "inputs_from": plan.input_sources,
         "setup": {**plan.setup.__dict__, "trainable_params": plan.trainable, "lora_modules": plan.lora_modules},
+        "lora": None
+        if plan.lora is None
+        else {
+            "trainable_params": plan.lora.trainable,
+            "target_modules": plan.lora.modules,
+            "target_parameters": plan.lora.parameters,
+            "rank_pattern": plan.lora.rank_pattern,
+            "unmatched_targets": plan.lora.unmatched,
+            "async_grpo_merged_sync_reason": plan.lora.merged_sync_reason,
+            "basis": "PEFT 0.21.2 with transformers 5.24.0 (exact; tests/fixtures/peft_parity.json)",
+        },
         "hardware": {
             "gpus_per_node": plan.hardware.gpus_per_node,
             "nodes": plan.hardware.nodes,
@@ -108,6 +120,12 @@ def plan_dict(plan: Plan) -> Dict[str, Any]:
     }
 
 
+def _source_text(item: Dict[str, Any]) -> str:
+    if item["source"] == "flag":
+        return f"{item['input']} {item['value']} (the flag wins over {item['overrides']})"
+    return f"{item['input']} {item['value']} from {item['source']}"
+
+
 def render_text(
     plan: Optional[Plan], findings: List[plan_rules.Finding], lint_ran: bool, yaml_parsers: List[str]
 ) -> str:
@@ -125,6 +143,8 @@ def render_text(
             f"{'on' if s.grad_ckpt else 'off'}, {s.optimizer}, weights {s.model_dtype}, {s.mixed_precision} mixed "
             f"precision{', reference model' if s.ref_model and s.method == 'full' else ''}"
         )
+        if plan.input_sources:
+            out.append("inputs: " + "; ".join(_source_text(item) for item in plan.input_sources))
         out.append(
             f"hardware: {hw.nodes} node(s) x {hw.gpus_per_node} GPU(s) x {hw.memory_gib:.1f} GiB ({hw.source}); "
             f"a candidate fits under {(1 - plan.headroom) * 100:.0f}% of {plan.usable_bytes / GIB:.1f} GiB"

@@ -65,7 +65,7 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
     if plan.vllm_mode == "server" and v is not None:
         env = f"CUDA_VISIBLE_DEVICES={plan.split.server_mask} VLLM_SERVER_DEV_MODE=1"
         extra = ""
-        if trainer == "async-grpo" and pick.method != "full":
+        if trainer == "async-grpo" and pick.method != "full" and not (plan.lora and plan.lora.merged_sync_reason):
             env += " VLLM_ALLOW_RUNTIME_LORA_UPDATING=1"
             extra = (
                 f" --enable-lora --max-lora-rank {_round_lora_rank(args.lora_rank)} --max-loras "
@@ -136,6 +136,8 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
         if pick.method != "full":
             targets = args.lora_targets if args.lora_targets != "all-linear" else "all-linear"
             parts.append(f"--use_peft --lora_r {args.lora_rank} --lora_target_modules {targets}")
+            if plan.lora and plan.lora.parameters:
+                parts.append("--lora_dropout 0")
         if pick.method == "qlora":
             parts.append("--load_in_4bit")
             if args.bnb_double_quant:
@@ -179,7 +181,8 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
         fields["dtype"] = plan.setup.model_dtype
         fields["max_completion_length"] = f"<= {v.max_model_len} - prompt length"
     if pick.method != "full":
-        fields["peft_config"] = f"LoraConfig(r={args.lora_rank}, target_modules={args.lora_targets!r})"
+        dropout = ", lora_dropout=0.0" if plan.lora and plan.lora.parameters else ""
+        fields["peft_config"] = f"LoraConfig(r={args.lora_rank}, target_modules={args.lora_targets!r}{dropout})"
     if pick.method == "qlora":
         storage = args.bnb_quant_storage if pick.strategy.startswith(("fsdp2", "zero3")) else None
         fields["quantization_config"] = (
