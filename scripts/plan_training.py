@@ -456,4 +456,6 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from safe_output import run_cli  # a closed pipe ends quietly; no traceback ever reaches the user
+
+    sys.exit(run_cli(main, "plan_training.py"))

@@ -556,3 +556,62 @@ def test_runs_on_python_3_9_with_the_builtin_yaml_parser(tmp_path):
     data = json.loads(result.stdout)
     assert data["lint"]["yaml_parser"] == ["builtin"]  # -S: no site-packages, so no PyYAML
     assert any(f["id"] == "num-processes" for f in data["lint"]["findings"])
+
+
+def test_a_closed_pipe_ends_quietly():
+    """`plan_training.py ... | head -1`: the reader is gone before the report is written; no traceback, exit 0."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [sys.executable, str(SCRIPT), "--params", "70B", "--gpus", "8", "--gpu-memory-gib", "80", "--json"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
+    assert result.returncode == 0
+
+
+def test_trl_config_fields_drive_the_plan_and_flags_win(capsys, tmp_path):
+    cfg = tmp_path / "dpo.yaml"
+    cfg.write_text("per_device_train_batch_size: 2\ngradient_accumulation_steps: 4\nmax_length: 4096\nbeta: 0.1\n")
+    base = [
+        "--params",
+        "8B",
+        "--gpus",
+        "1",
+        "--gpu-memory-gib",
+        "80",
+        "--trainer",
+        "dpo",
+        "--lint-trl-config",
+        str(cfg),
+    ]
+    code, data = run_json(capsys, *base)
+    assert code == 0
+    setup = data["setup"]
+    assert (setup["micro_batch"], setup["grad_accum"], setup["seq_len"]) == (2, 4, 4096)
+    sources = {item["input"]: item for item in data["inputs_from"]}
+    assert sources["--micro-batch"]["source"] == f"per_device_train_batch_size in {cfg}"
+    code, data = run_json(capsys, *base, "--micro-batch", "1")
+    assert data["setup"]["micro_batch"] == 1
+    won = {item["input"]: item for item in data["inputs_from"]}["--micro-batch"]
+    assert won["source"] == "flag" and won["overrides"] == "per_device_train_batch_size: 2"
+    pt.main([*base, "--micro-batch", "1"])
+    assert "--micro-batch 1 (the flag wins over per_device_train_batch_size: 2)" in capsys.readouterr().out
+
+
+def test_grpo_config_num_generations_and_batch_set_the_generation_batch(capsys, tmp_path):
+    cfg = tmp_path / "grpo.yaml"
+    cfg.write_text("per_device_train_batch_size: 4\nnum_generations: 16\nsteps_per_generation: 4\n")
+    code, data = run_json(
+        capsys, "--params", "7B", "--gpus", "4", "--gpu-memory-gib", "80", "--trainer", "grpo",
+        "--vllm-mode", "colocate", "--lint-trl-config", str(cfg),
+    )  # fmt: skip
+    assert data["batch"]["num_generations"] == 16
+    assert data["batch"]["per_device_train_batch_size"] == 4 and data["batch"]["steps_per_generation"] == 4
+    assert data["batch"]["generation_batch_size"] == 4 * 4 * 4
