@@ -74,9 +74,11 @@ def _methods_to_try(method: str) -> List[str]:
     return {"full": ["lora", "qlora"], "lora": ["qlora"], "qlora": []}[method]
 
 
-def method_dtype(method: str, explicit: Optional[str]) -> str:
-    """TRL loads in float32 unless told; QLoRA plans with bfloat16, which TRL also uses as the 4-bit compute dtype."""
-    return explicit or ("bfloat16" if method == "qlora" else "float32")
+def method_dtype(method: str, explicit: Optional[str], mixed: str = "bf16") -> str:
+    """TRL loads in float32 unless told; QLoRA plans with bfloat16, which TRL also uses as the 4-bit compute dtype
+    (float16 below compute capability 8.0, where bf16 is not available)."""
+    half = "float16" if mixed == "fp16" else "bfloat16"
+    return explicit or (half if method == "qlora" else "float32")
 
 
 def evaluate(
@@ -89,7 +91,13 @@ def evaluate(
     host_limit: Optional[int],
     explicit_dtype: Optional[str],
 ) -> Tuple[List[Estimate], int, List[str]]:
-    method_setup = Setup(**{**setup.__dict__, "method": method, "model_dtype": method_dtype(method, explicit_dtype)})
+    method_setup = Setup(
+        **{
+            **setup.__dict__,
+            "method": method,
+            "model_dtype": method_dtype(method, explicit_dtype, setup.mixed_precision),
+        }
+    )
     trainable, modules = (
         (facts.total, []) if method == "full" else lora_trainable(facts, setup.lora_rank, setup.lora_targets)
     )
@@ -124,7 +132,7 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
         micro_batch=args.micro_batch,
         grad_ckpt=args.gradient_checkpointing,
         optimizer=args.optimizer,
-        model_dtype=method_dtype(args.method, args.model_dtype),
+        model_dtype=method_dtype(args.method, args.model_dtype, mixed),
         mixed_precision=mixed,
         lora_rank=args.lora_rank,
         lora_targets=args.lora_targets,

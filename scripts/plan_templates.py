@@ -56,6 +56,9 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
     preset, changes = (STRATEGIES[pick.strategy][2], {}) if pick.strategy in STRATEGIES else (None, {})
     if pick.strategy in PRESET_CHANGES:
         preset, changes = PRESET_CHANGES[pick.strategy]
+    fp16 = plan.setup.mixed_precision == "fp16"
+    if fp16:  # every TRL preset says mixed_precision: bf16 (trl/accelerate_configs/*.yaml @1.16.0)
+        changes = {**changes, "mixed_precision": "fp16"}
     if world == 1 and pick.strategy == "ddp":
         preset = "single_gpu"
     commands: List[Dict[str, str]] = []
@@ -72,6 +75,8 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
                 f"{ASYNC_MAX_STALENESS + 2}"
             )
         dtype = f" --dtype {plan.setup.model_dtype}" if trainer == "async-grpo" else ""
+        if fp16 and not dtype:  # vLLM refuses bfloat16 weights below compute capability 8.0
+            dtype = " --dtype float16"
         commands.append(
             {
                 "role": "vLLM server (node 0)",
@@ -93,16 +98,16 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
     if pick.method == "qlora" and pick.strategy.startswith("fsdp2"):
         preset_note += "; keep fsdp_cpu_ram_efficient_loading: true"
     multi = nodes_training > 1
+    # The first training node hosts accelerate's rendezvous; when node 0 runs only the vLLM server, that is node 1.
+    first_node = 1 if plan.split.layout.startswith("node 0 runs") else 0
     for node, mask in enumerate(plan.split.trainer_masks):
         machine = ""
         if multi:
             machine = (
-                f" --num_machines {nodes_training} --machine_rank {node} --main_process_ip <node0-ip> "
+                f" --num_machines {nodes_training} --machine_rank {node} --main_process_ip <node{first_node}-ip> "
                 "--main_process_port 29500"
             )
-        role = "trainer" + (
-            f" (node {node + (1 if plan.split.layout.startswith('node 0 runs') else 0)})" if multi else ""
-        )
+        role = "trainer" + (f" (node {node + first_node})" if multi else "")
         commands.append(
             {
                 "role": role,
@@ -121,6 +126,8 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
         if trainer in ("grpo", "rloo"):
             parts.append("--reward_funcs <reward>")
         parts.append(f"--dtype {plan.setup.model_dtype}")
+        if fp16:  # TRL turns bf16 on when fp16 is unset (trl/trainer/base_config.py @1.16.0)
+            parts.append("--bf16 false --fp16 true")
         parts.append(f"--per_device_train_batch_size {plan.setup.micro_batch}")
         if plan.geometry is not None:
             parts.append(f"--num_generations {plan.geometry.num_generations}")
@@ -160,7 +167,9 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
     if plan.setup.grad_accum != 1:
         fields["gradient_accumulation_steps"] = plan.setup.grad_accum
     fields["gradient_checkpointing"] = plan.setup.grad_ckpt
-    fields["bf16" if plan.setup.mixed_precision == "bf16" else "fp16"] = True
+    fields["bf16"] = not fp16
+    if fp16:
+        fields["fp16"] = True
     if plan.setup.model_dtype != "float32" or pick.method == "qlora":
         fields["model_init_kwargs"] = {"dtype": plan.setup.model_dtype}
     if plan.geometry is not None:
@@ -186,7 +195,8 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
     if pick.method == "qlora":
         storage = args.bnb_quant_storage if pick.strategy.startswith(("fsdp2", "zero3")) else None
         fields["quantization_config"] = (
-            "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', bnb_4bit_compute_dtype=torch.bfloat16"
+            "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', bnb_4bit_compute_dtype=torch."
+            + ("float16" if fp16 else "bfloat16")
             + (", bnb_4bit_use_double_quant=True" if args.bnb_double_quant else "")
             + (f", bnb_4bit_quant_storage=torch.{storage}" if storage else "")
             + ")"

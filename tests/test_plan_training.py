@@ -615,3 +615,49 @@ def test_grpo_config_num_generations_and_batch_set_the_generation_batch(capsys, 
     assert data["batch"]["num_generations"] == 16
     assert data["batch"]["per_device_train_batch_size"] == 4 and data["batch"]["steps_per_generation"] == 4
     assert data["batch"]["generation_batch_size"] == 4 * 4 * 4
+
+
+def test_multi_node_trainer_rendezvous_is_the_first_training_node(capsys):
+    """Node 0 runs only the vLLM server: accelerate's --main_process_ip must be node 1, the server URL node 0."""
+    code, data = run_json(
+        capsys, "--params", "70B", "--method", "lora", "--trainer", "grpo", "--gpus", "8", "--nodes", "3",
+        "--gpu-memory-gib", "80", "--vllm-tp", "8",
+    )  # fmt: skip
+    assert code == 0 and data["split"]["layout"].startswith("node 0 runs")
+    launches = [c for c in data["commands"] if c["role"].startswith("trainer (node")]
+    assert [c["role"] for c in launches] == ["trainer (node 1)", "trainer (node 2)"]
+    assert all("--main_process_ip <node1-ip>" in c["command"] for c in launches)
+    assert data["config_fields"]["vllm_server_base_url"] == "http://<node0-ip>:8000"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--trainer", "sft", "--gpus", "4"],
+        ["--trainer", "dpo", "--gpus", "1", "--method", "qlora"],
+        ["--trainer", "grpo", "--gpus", "4", "--vllm-mode", "server"],
+        ["--trainer", "grpo", "--gpus", "4", "--vllm-mode", "colocate", "--method", "qlora"],
+        ["--trainer", "async-grpo", "--gpus", "4", "--method", "lora"],
+    ],
+)
+def test_pre_ampere_templates_all_switch_to_fp16(capsys, tmp_path, extra):
+    """Compute capability 7.0: every template says fp16, and the planner's own lint accepts what it printed."""
+    argv = ["--params", "7B", "--gpu-memory-gib", "32", "--compute-capability", "7.0", *extra]
+    code, data = run_json(capsys, *argv)
+    assert data["setup"]["mixed_precision"] == "fp16" and data["commands"], data["notes"]
+    for command in data["commands"]:
+        text = command["command"]
+        if " trl " in f" {text}":
+            assert "--bf16 false --fp16 true" in text and "bfloat16" not in text, text
+        if "accelerate launch" in text:
+            assert "mixed_precision: fp16" in command["note"], command["note"]
+        if "vllm serve" in text:
+            assert "--dtype float" in text and "bfloat16" not in text, text
+    fields = data["config_fields"]
+    assert fields["fp16"] is True and fields["bf16"] is False
+    assert "bfloat16" not in json.dumps(fields)
+    trl_yaml = tmp_path / "trl.yaml"
+    trl_yaml.write_text("".join(f"{k}: {json.dumps(v)}\n" for k, v in fields.items() if k in ("bf16", "fp16")))
+    pt.main(["--lint-trl-config", str(trl_yaml), "--compute-capability", "7.0", "--gpus", "4", "--json"])
+    findings = json.loads(capsys.readouterr().out)["lint"]["findings"]
+    assert not [f for f in findings if f["id"] == "bf16-compute-capability"]
