@@ -51,12 +51,13 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
     if pick is None:
         return [], {}
     model = args.model_id or "<model>"
-    trainer = plan.setup.trainer
+    setup = pick.setup or plan.setup  # a smallest change may have a smaller micro-batch or another dtype
+    trainer = setup.trainer
     world = plan.split.trainer_world
     preset, changes = (STRATEGIES[pick.strategy][2], {}) if pick.strategy in STRATEGIES else (None, {})
     if pick.strategy in PRESET_CHANGES:
         preset, changes = PRESET_CHANGES[pick.strategy]
-    fp16 = plan.setup.mixed_precision == "fp16"
+    fp16 = setup.mixed_precision == "fp16"
     if fp16:  # every TRL preset says mixed_precision: bf16 (trl/accelerate_configs/*.yaml @1.16.0)
         changes = {**changes, "mixed_precision": "fp16"}
     if world == 1 and pick.strategy == "ddp":
@@ -74,7 +75,7 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
                 f" --enable-lora --max-lora-rank {_round_lora_rank(args.lora_rank)} --max-loras "
                 f"{ASYNC_MAX_STALENESS + 2}"
             )
-        dtype = f" --dtype {plan.setup.model_dtype}" if trainer == "async-grpo" else ""
+        dtype = f" --dtype {setup.model_dtype}" if trainer == "async-grpo" else ""
         if fp16 and not dtype:  # vLLM refuses bfloat16 weights below compute capability 8.0
             dtype = " --dtype float16"
         commands.append(
@@ -125,16 +126,16 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
         parts.append(f"--model_name_or_path {model} --dataset_name <dataset>")
         if trainer in ("grpo", "rloo"):
             parts.append("--reward_funcs <reward>")
-        parts.append(f"--dtype {plan.setup.model_dtype}")
+        parts.append(f"--dtype {setup.model_dtype}")
         if fp16:  # TRL turns bf16 on when fp16 is unset (trl/trainer/base_config.py @1.16.0)
             parts.append("--bf16 false --fp16 true")
-        parts.append(f"--per_device_train_batch_size {plan.setup.micro_batch}")
+        parts.append(f"--per_device_train_batch_size {setup.micro_batch}")
         if plan.geometry is not None:
             parts.append(f"--num_generations {plan.geometry.num_generations}")
-            if plan.geometry.steps_per_generation != plan.setup.grad_accum:
+            if plan.geometry.steps_per_generation != setup.grad_accum:
                 parts.append(f"--steps_per_generation {plan.geometry.steps_per_generation}")
-        if plan.setup.grad_accum != 1:
-            parts.append(f"--gradient_accumulation_steps {plan.setup.grad_accum}")
+        if setup.grad_accum != 1:
+            parts.append(f"--gradient_accumulation_steps {setup.grad_accum}")
         if plan.vllm_mode in ("server", "colocate"):
             parts.append(f"--use_vllm --vllm_mode {plan.vllm_mode}")
             if plan.vllm_mode == "colocate" and v is not None:
@@ -151,7 +152,7 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
                 parts.append("--use_bnb_nested_quant")
             if pick.strategy.startswith("fsdp2") or pick.strategy.startswith("zero3"):
                 parts.append(f"--bnb_4bit_quant_storage {args.bnb_quant_storage}")
-        if not plan.setup.grad_ckpt:
+        if not setup.grad_ckpt:
             parts.append("--gradient_checkpointing false")
         parts.append("--output_dir <output_dir>")
         commands.append(
@@ -163,18 +164,18 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
             }
         )
     # Config fields for a Python script (train.py)
-    fields["per_device_train_batch_size"] = plan.setup.micro_batch
-    if plan.setup.grad_accum != 1:
-        fields["gradient_accumulation_steps"] = plan.setup.grad_accum
-    fields["gradient_checkpointing"] = plan.setup.grad_ckpt
+    fields["per_device_train_batch_size"] = setup.micro_batch
+    if setup.grad_accum != 1:
+        fields["gradient_accumulation_steps"] = setup.grad_accum
+    fields["gradient_checkpointing"] = setup.grad_ckpt
     fields["bf16"] = not fp16
     if fp16:
         fields["fp16"] = True
-    if plan.setup.model_dtype != "float32" or pick.method == "qlora":
-        fields["model_init_kwargs"] = {"dtype": plan.setup.model_dtype}
+    if setup.model_dtype != "float32" or pick.method == "qlora":
+        fields["model_init_kwargs"] = {"dtype": setup.model_dtype}
     if plan.geometry is not None:
         fields["num_generations"] = plan.geometry.num_generations
-        if plan.geometry.steps_per_generation != plan.setup.grad_accum:
+        if plan.geometry.steps_per_generation != setup.grad_accum:
             fields["steps_per_generation"] = plan.geometry.steps_per_generation
     if trainer in ("grpo", "rloo") and plan.vllm_mode != "none" and v is not None:
         fields["use_vllm"] = True
@@ -187,7 +188,7 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
             fields["vllm_server_base_url"] = "http://<node0-ip>:8000"
     if trainer == "async-grpo" and v is not None:
         fields["vllm_server_base_url"] = "http://<server-host>:8000"
-        fields["dtype"] = plan.setup.model_dtype
+        fields["dtype"] = setup.model_dtype
         fields["max_completion_length"] = f"<= {v.max_model_len} - prompt length"
     if pick.method != "full":
         dropout = ", lora_dropout=0.0" if plan.lora and plan.lora.parameters else ""

@@ -3,10 +3,10 @@
 
 Run by hand, never by the test-suite, in a separate virtual environment with CPU torch (no GPU, no download):
 
-    python3 -m venv /tmp/peft-parity
-    /tmp/peft-parity/bin/pip install torch==2.13.0 transformers==5.24.0 peft==0.21.2
-    /tmp/peft-parity/bin/pip install --no-deps bitsandbytes==0.50.2
-    /tmp/peft-parity/bin/python tools/peft_parity.py --write tests/fixtures/peft_parity.json
+    python3 -m venv ~/peft-parity
+    ~/peft-parity/bin/pip install torch==2.13.0 transformers==5.24.0 peft==0.21.2
+    ~/peft-parity/bin/pip install --no-deps bitsandbytes==0.50.2
+    ~/peft-parity/bin/python tools/peft_parity.py --write tests/fixtures/peft_parity.json
 
 For every ``tests/fixtures/model_configs/*/config.json`` it records the total parameter count, and for LoRA and
 QLoRA (bitsandbytes 4-bit ``Linear4bit`` swapped in on the meta device, the layers ``from_pretrained`` would
