@@ -245,7 +245,7 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
         lora_rank=args.lora_rank,
         lora_targets=args.lora_targets,
         double_quant=args.bnb_double_quant,
-        quant_storage=args.bnb_quant_storage,
+        quant_storage=args.bnb_quant_storage or ("float32" if mixed == "fp16" else "bfloat16"),
         ref_model=ref_model,
         grad_accum=args.grad_accum,
     )

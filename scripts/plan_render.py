@@ -20,7 +20,7 @@ if str(_HERE) not in sys.path:
 import plan_rules  # noqa: E402
 from plan_assemble import ESCALATION, Plan  # noqa: E402
 from plan_hardware import GIB  # noqa: E402
-from plan_memory import Estimate  # noqa: E402
+from plan_memory import HOST_BAND, Estimate  # noqa: E402
 
 # ==============================================================================================================
 # Rendering
@@ -53,6 +53,12 @@ def candidate_dict(c: Estimate) -> Dict[str, Any]:
         "usable_gib": round(c.usable_bytes / GIB, 2),
         "headroom": c.headroom,
         "host_ram_per_node_gib": None if c.host_bytes is None else round(c.host_bytes / GIB, 1),
+        "host_ram_band_gib": None
+        if c.host_bytes is None
+        else {"high": round((c.host_upper or 0) / GIB, 1), "fraction": HOST_BAND, "verdict_uses": "high"},
+        "host_terms_gib": {k: round(v / GIB, 2) for k, v in c.host_terms.items()},
+        "host_basis": c.host_basis,
+        "deepspeed_host_estimate_gib": None if c.ds_host_estimate is None else round(c.ds_host_estimate / GIB, 1),
         "terms_gib": {
             "exact": {k: round(v / GIB, 3) for k, v in c.states.items()},
             "approx": {k: round(v / GIB, 3) for k, v in c.approx.items()},
@@ -261,7 +267,9 @@ def render_text(
 
 def _candidate_line(c: Estimate) -> str:
     mark = "fits" if c.fits else "no  "
-    host = f", host {c.host_bytes / GIB:.0f} GiB/node" if c.host_bytes is not None and "offload" in c.strategy else ""
+    host = f", host ~{c.host_bytes / GIB:.0f} GiB/node" if c.host_bytes is not None else ""
+    if c.ds_host_estimate is not None and "offload" in c.strategy:
+        host += f" (DeepSpeed's estimator says {c.ds_host_estimate / GIB:.0f})"
     return (
         f"  [{mark}] {c.method:5} {c.label:38} {_gib(c.states_bytes):>6} + {_gib(c.approx_bytes):>5} = "
         f"{_gib(c.total_bytes):>6} GiB ±{c.band * 100:.0f}% of approx, <= {_gib(c.upper_bytes)}  ({c.formula}{host})"

@@ -151,7 +151,7 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
             if args.bnb_double_quant:
                 parts.append("--use_bnb_nested_quant")
             if pick.strategy.startswith("fsdp2") or pick.strategy.startswith("zero3"):
-                parts.append(f"--bnb_4bit_quant_storage {args.bnb_quant_storage}")
+                parts.append(f"--bnb_4bit_quant_storage {setup.quant_storage}")
         if not setup.grad_ckpt:
             parts.append("--gradient_checkpointing false")
         parts.append("--output_dir <output_dir>")
@@ -194,7 +194,7 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
         dropout = ", lora_dropout=0.0" if plan.lora and plan.lora.parameters else ""
         fields["peft_config"] = f"LoraConfig(r={args.lora_rank}, target_modules={args.lora_targets!r}{dropout})"
     if pick.method == "qlora":
-        storage = args.bnb_quant_storage if pick.strategy.startswith(("fsdp2", "zero3")) else None
+        storage = setup.quant_storage if pick.strategy.startswith(("fsdp2", "zero3")) else None
         fields["quantization_config"] = (
             "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', bnb_4bit_compute_dtype=torch."
             + ("float16" if fp16 else "bfloat16")

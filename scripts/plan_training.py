@@ -137,9 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     method.add_argument(
         "--bnb-quant-storage",
         choices=("bfloat16", "float16", "float32", "uint8"),
-        default="bfloat16",
+        default=None,
         help="bnb_4bit_quant_storage assumed for FSDP QLoRA (TRL leaves it unset = uint8, which "
-        "FSDP cannot shard); default bfloat16",
+        "FSDP cannot shard); default bfloat16, float32 under fp16 mixed precision (PEFT's FSDP guide)",
     )
     train = parser.add_argument_group("trainer and batch")
     train.add_argument(
