@@ -248,6 +248,7 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
         quant_storage=args.bnb_quant_storage or ("float32" if mixed == "fp16" else "bfloat16"),
         ref_model=ref_model,
         grad_accum=args.grad_accum,
+        full_logits=bool(getattr(args, "full_logits", False)),
     )
     mode = resolve_vllm_mode(args, hw)
     gpu_bytes = hw.memory_bytes

@@ -180,6 +180,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="GRPO/RLOO steps_per_generation (default: gradient_accumulation_steps)",
     )
     train.add_argument(
+        "--full-logits",
+        action="store_true",
+        help="count full-vocabulary logits (a training loop without TRL's chunked LM head, e.g. a plain "
+        "transformers loss; the 2024 published runs the planner is calibrated against)",
+    )
+    train.add_argument(
         "--beta",
         type=float,
         help="KL coefficient for GRPO/RLOO: non-zero loads a reference model (GRPO default 0.0, RLOO 0.05)",

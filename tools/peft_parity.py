@@ -29,7 +29,10 @@ from typing import Any, Dict, List, Optional
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_DIR = ROOT / "tests" / "fixtures" / "model_configs"
 RANK = 16
-TARGETS = {"all-linear": "all-linear", "names7": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]}
+TARGETS = {
+    "all-linear": "all-linear",
+    "names7": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+}
 NO_MATCH = ["not_a_layer"]
 
 
@@ -48,11 +51,10 @@ def _model(config: Dict[str, Any]):
 
 def _quantize(model) -> int:
     """Swap nn.Linear for bitsandbytes Linear4bit the way a 4-bit from_pretrained does; return the weights swapped."""
+    import torch
     from transformers import BitsAndBytesConfig
     from transformers.integrations.bitsandbytes import replace_with_bnb_linear
     from transformers.quantizers.base import get_keys_to_not_convert
-
-    import torch
 
     before = {n: m.in_features * m.out_features for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
     quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16)
