@@ -664,3 +664,43 @@ def test_pre_ampere_templates_all_switch_to_fp16(capsys, tmp_path, extra):
     pt.main(["--lint-trl-config", str(trl_yaml), "--compute-capability", "7.0", "--gpus", "4", "--json"])
     findings = json.loads(capsys.readouterr().out)["lint"]["findings"]
     assert not [f for f in findings if f["id"] == "bf16-compute-capability"]
+
+
+def test_host_ram_is_checked_for_every_candidate_not_only_offload(capsys):
+    """8B full fine-tune, DDP on 8 GPUs: every process materialises the float32 model on CPU while loading."""
+    argv = ["--params", "8B", "--gpus", "8", "--gpu-memory-gib", "80", "--host-memory-gib", "128"]
+    _code, data = run_json(capsys, *argv)
+    zero2 = next(c for c in data["candidates"] if c["strategy"] == "zero2")
+    assert zero2["host_ram_per_node_gib"] > 128 and zero2["fits"] is False and "host RAM" in zero2["verdict"]
+    assert "every process loads the whole model on CPU (before training)" in zero2["host_terms_gib"]
+    assert zero2["host_basis"] and zero2["host_ram_band_gib"]["verdict_uses"] == "high"
+    # FSDP2 loads on rank 0 only (cpu_ram_efficient_loading), so it fits the same host.
+    fsdp2 = next(c for c in data["candidates"] if c["strategy"] == "fsdp2")
+    assert fsdp2["fits"] is True and fsdp2["host_ram_per_node_gib"] < 128 / 1.25
+
+
+def test_zero2_offload_host_plan_is_partitioned_and_deepspeed_estimate_is_reported_as_such(capsys):
+    """72B on 4 nodes x 8 GPUs: DeepSpeed's estimator scales with all 32 GPUs (12,875 GiB per node); the offloaded
+    states are partitioned over the 32 ranks, 16 bytes x P x 8/32 per node."""
+    _code, data = run_json(capsys, "--params", "72B", "--gpus", "8", "--nodes", "4", "--gpu-memory-gib", "80")
+    offload = next(c for c in data["candidates"] if c["strategy"] == "zero2-offload")
+    assert offload["deepspeed_host_estimate_gib"] == pytest.approx(72e9 * 4 * 32 * 1.5 / GB, rel=1e-3)
+    states = offload["host_terms_gib"]["offloaded states (exact formula)"]
+    assert states == pytest.approx(16 * 72e9 * 8 / 32 / GB, rel=1e-3)
+    assert offload["host_ram_per_node_gib"] < offload["deepspeed_host_estimate_gib"] / 4
+    pt.main(["--params", "72B", "--gpus", "8", "--nodes", "4", "--gpu-memory-gib", "80"])
+    assert "DeepSpeed's estimator says 12875" in capsys.readouterr().out
+
+
+def test_async_grpo_lora_on_fused_moe_reports_merged_sync(capsys):
+    config = str(MODEL_DIR / "qwen3-30b-a3b" / "config.json")
+    argv = ["--model-config", config, "--method", "lora", "--model-dtype", "bfloat16", "--trainer", "async-grpo",
+            "--gpus", "8", "--gpu-memory-gib", "80", "--vllm-mode", "server"]  # fmt: skip
+    _code, data = run_json(capsys, *argv)
+    assert data["setup"]["trainable_params"] == 996_507_648
+    assert data["lora"]["target_parameters"] == ["down_proj", "gate.weight", "gate_up_proj"]
+    assert "merged" in data["lora"]["async_grpo_merged_sync_reason"]
+    assert any(note.startswith("AsyncGRPO syncs merged weights") for note in data["notes"])
+    server = next(c["command"] for c in data["commands"] if "vllm serve" in c["command"])
+    assert "--enable-lora" not in server
+    assert "lora_dropout=0.0" in data["config_fields"]["peft_config"]
