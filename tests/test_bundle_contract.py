@@ -303,7 +303,7 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
         "link-wrong-case",
         lambda r: _replace(r, "SKILL.md", "(backend-selection/SKILL.md)", "(Backend-Selection/SKILL.md)"),
         "links",
-        ("SKILL.md:15: broken link (Backend-Selection/SKILL.md)", "case-sensitive"),
+        ("SKILL.md:16: broken link (Backend-Selection/SKILL.md)", "case-sensitive"),
     ),
     (
         "link-file-wrong-case",
@@ -404,7 +404,7 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
         "version-after-the-section",
         lambda r: _replace(r, "SKILL.md", "Ask before starting a server.", "Ask before starting vLLM 0.31 servers."),
         "time_sensitive",
-        ("SKILL.md:35: time-sensitive package version 'vLLM 0.31'",),
+        ("SKILL.md:36: time-sensitive package version 'vLLM 0.31'",),
     ),
     (
         "missing-version-section",
