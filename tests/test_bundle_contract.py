@@ -1,10 +1,10 @@
 """Bundle contract: the installed skill unit is well-formed, small, portable and free of drifting facts.
 
 The installed unit is the root ``SKILL.md``, ``LICENSE``, ``agents/`` (Codex metadata), ``backend-selection/``,
-``vllm-reference/``, ``troubleshooting/`` and ``scripts/``. Skill Markdown files are the root ``SKILL.md`` and every ``.md`` file inside
-a sub-skill folder (its ``SKILL.md`` and its reference files). Each rule is a ``check_*`` function in
-``tests/bundle_helpers.py`` that takes a bundle root and returns a list of problems; the same functions run on the
-real repository (which must give no problem) and on fixture bundles (a good one under
+``vllm-reference/``, ``troubleshooting/`` and ``scripts/``. Skill Markdown files are the root ``SKILL.md`` and
+every ``.md`` file inside a sub-skill folder (its ``SKILL.md`` and its reference files). Each rule is a
+``check_*`` function in ``tests/bundle_helpers.py`` that takes a bundle root and returns a list of problems; the
+same functions run on the real repository (which must give no problem) and on fixture bundles (a good one under
 ``tests/fixtures/bundle/scaling-and-backends/`` and broken copies of it made in ``tmp_path``).
 
 Rules:
