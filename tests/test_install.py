@@ -218,6 +218,8 @@ def test_claude_plugin_manifest_matches_the_documented_schema() -> None:
     assert KEBAB_RE.match(plugin["name"]) and plugin["name"] == SKILL
     assert SEMVER_RE.match(plugin["version"])
     assert all(isinstance(word, str) for word in plugin.get("keywords", []))
+    # The array form: each entry is a skill folder. The string form "./" means "scan" and fails the path check.
+    assert isinstance(plugin["skills"], list)
     dirs = plugin_skill_dirs(REPO_ROOT, plugin["skills"])
     assert dirs == [REPO_ROOT.resolve()], "the plugin registers exactly one skill: the repository root"
     assert frontmatter(REPO_ROOT / "SKILL.md")["name"] == SKILL
