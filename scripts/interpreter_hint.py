@@ -17,7 +17,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 # Environment folders looked for in the working folder, in this order.
 CWD_ENV_NAMES = (".venv", "venv")
@@ -171,22 +171,28 @@ def interpreter_hint_line(verdict: InterpreterVerdict) -> Optional[str]:
     return f"Interpreter: {verdict.message}" if verdict.message else None
 
 
-def interpreter_hint_json(facts: InterpreterFacts, verdict: InterpreterVerdict) -> dict:
-    """The ``interpreter`` object of the ``--json`` report."""
+def interpreter_hint_json(
+    facts: InterpreterFacts, verdict: InterpreterVerdict, mask: Callable[[str], str] = str
+) -> dict:
+    """The ``interpreter`` object of the ``--json`` report; ``mask`` shortens paths (the report's home masking)."""
+
+    def shown(path: Optional[str]) -> Optional[str]:
+        return mask(path) if path else path
+
     return {
-        "executable": facts.executable,
-        "prefix": facts.prefix,
+        "executable": shown(facts.executable),
+        "prefix": shown(facts.prefix),
         "has_torch": facts.has_torch,
         "environments": [
             {
                 "source": c.source,
-                "prefix": c.prefix,
-                "python": c.python,
+                "prefix": shown(c.prefix),
+                "python": shown(c.python),
                 "has_torch": c.has_torch,
                 "is_current": c.is_current,
             }
             for c in facts.candidates
         ],
-        "suggested_python": verdict.suggested.python if verdict.suggested else None,
+        "suggested_python": shown(verdict.suggested.python) if verdict.suggested else None,
         "message": verdict.message,
     }

@@ -152,6 +152,14 @@ def test_json_shape(tmp_path: Path) -> None:
     ]
 
 
+def test_json_paths_go_through_the_mask(tmp_path: Path) -> None:
+    make_env(tmp_path / "project" / ".venv", torch=True)
+    facts = facts_for(tmp_path, has_torch=False)
+    data = ih.interpreter_hint_json(facts, ih.judge_interpreter(facts), mask=lambda path: "MASKED")
+    assert data["executable"] == data["prefix"] == data["suggested_python"] == "MASKED"
+    assert data["environments"][0]["python"] == data["environments"][0]["prefix"] == "MASKED"
+
+
 @pytest.mark.parametrize("real_venv_has_torch", [False, True])
 def test_real_interpreter_in_a_real_venv_from_another_python(tmp_path: Path, real_venv_has_torch: bool) -> None:
     """End to end with a real venv: this test's interpreter (no torch) run from a folder holding a real .venv."""
