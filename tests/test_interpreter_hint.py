@@ -6,6 +6,7 @@ Environments are real folder trees in ``tmp_path`` (``bin/python`` plus, when th
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -160,22 +161,29 @@ def test_json_paths_go_through_the_mask(tmp_path: Path) -> None:
     assert data["environments"][0]["python"] == data["environments"][0]["prefix"] == "MASKED"
 
 
-@pytest.mark.parametrize("real_venv_has_torch", [False, True])
-def test_real_interpreter_in_a_real_venv_from_another_python(tmp_path: Path, real_venv_has_torch: bool) -> None:
-    """End to end with a real venv: this test's interpreter (no torch) run from a folder holding a real .venv."""
-    project = tmp_path / "project"
+@pytest.fixture(scope="module")
+def real_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    project = tmp_path_factory.mktemp("real") / "project"
     project.mkdir()
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(project / ".venv")], check=True, timeout=120)
+    return project
+
+
+@pytest.mark.parametrize("real_venv_has_torch", [False, True])
+def test_real_interpreter_in_a_real_venv_from_another_python(real_project: Path, real_venv_has_torch: bool) -> None:
+    """End to end with a real venv: this test's interpreter (no torch) run from a folder holding a real .venv."""
+    site = next((real_project / ".venv").glob("lib/python*/site-packages"))
     if real_venv_has_torch:
-        site = next((project / ".venv").glob("lib/python*/site-packages"))
-        (site / "torch").mkdir()
+        (site / "torch").mkdir(exist_ok=True)
         (site / "torch" / "__init__.py").write_text("")
+    else:
+        shutil.rmtree(site / "torch", ignore_errors=True)
     code = (
         f"import sys; sys.path.insert(0, {str(SCRIPTS_DIR)!r}); import interpreter_hint as ih;"
         "f = ih.gather_interpreter_facts(has_torch=False); print(ih.interpreter_hint_line(ih.judge_interpreter(f)))"
     )
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    result = subprocess.run([sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(real_project.parent)}
+    result = subprocess.run([sys.executable, "-c", code], cwd=real_project, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     expected = "it has torch" if real_venv_has_torch else "it has no torch either"
     assert expected in result.stdout
