@@ -76,6 +76,16 @@ def _same_folder(a: Path, b: Path) -> bool:
         return False
 
 
+def _runs_from(root: Path, executable: str) -> bool:
+    """True when ``executable`` sits in the environment's own ``bin``/``Scripts`` folder (not resolved: a venv's
+    interpreter is a link to the base one). This catches the running venv even when ``sys.prefix`` does not
+    (``python -S`` leaves it at the base installation)."""
+    if not executable:
+        return False
+    folder = Path(executable).parent
+    return any(_same_folder(folder, root / name) for name in ("bin", "Scripts")) or _same_folder(folder, root)
+
+
 def gather_interpreter_facts(
     has_torch: bool,
     environ: Optional[Mapping[str, str]] = None,
@@ -91,6 +101,7 @@ def gather_interpreter_facts(
     environ = os.environ if environ is None else environ
     cwd = Path.cwd() if cwd is None else cwd
     current_prefix = Path(sys.prefix if prefix is None else prefix)
+    current_executable = sys.executable if executable is None else executable
     sources: list[tuple[str, Path]] = []
     for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         value = environ.get(variable, "").strip()
@@ -110,11 +121,11 @@ def gather_interpreter_facts(
                 prefix=str(root.absolute()),
                 python=str(python.absolute()) if python is not None else None,
                 has_torch=env_has_torch(root),
-                is_current=_same_folder(root, current_prefix),
+                is_current=_same_folder(root, current_prefix) or _runs_from(root, current_executable),
             )
         )
     return InterpreterFacts(
-        executable=sys.executable if executable is None else executable,
+        executable=current_executable,
         prefix=str(current_prefix),
         has_torch=has_torch,
         candidates=tuple(candidates),

@@ -1,4 +1,4 @@
-"""scripts/interpreter_hint.py: name the interpreter to use when this one has no torch but a training env exists.
+"""scripts/diag_interpreter_hint.py: name the interpreter to use when this one has no torch but a training env exists.
 
 Environments are real folder trees in ``tmp_path`` (``bin/python`` plus, when the case needs it,
 ``lib/python3.X/site-packages/torch/__init__.py``); the environment variables and the working folder are passed in.
@@ -6,6 +6,7 @@ Environments are real folder trees in ``tmp_path`` (``bin/python`` plus, when th
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -14,8 +15,9 @@ from typing import Optional
 
 import pytest
 
-import interpreter_hint as ih
+import diag_interpreter_hint as ih
 from conftest import SCRIPTS_DIR
+from diagnostic_helpers import SCHEMA, SCRIPT, base_env, schema_errors
 
 
 def make_env(root: Path, torch: bool = False, python: bool = True, windows: bool = False) -> Path:
@@ -104,6 +106,20 @@ def test_the_running_environment_is_not_suggested_to_itself(tmp_path: Path) -> N
     assert ih.judge_interpreter(facts).message is None
 
 
+def test_the_running_venv_is_recognised_by_its_interpreter_when_the_prefix_is_the_base_one(tmp_path: Path) -> None:
+    """``python -S`` in a venv leaves ``sys.prefix`` at the base installation; the interpreter's folder still tells."""
+    venv = make_env(tmp_path / "project" / ".venv", torch=False)
+    facts = ih.gather_interpreter_facts(
+        has_torch=False,
+        environ={},
+        cwd=tmp_path / "project",
+        prefix=str(tmp_path / "base"),
+        executable=str(venv / "bin" / "python"),
+    )
+    assert [c.is_current for c in facts.candidates] == [True]
+    assert ih.judge_interpreter(facts).message is None
+
+
 def test_a_folder_without_an_interpreter_is_never_suggested(tmp_path: Path) -> None:
     make_env(tmp_path / "project" / "venv", torch=True, python=False)
     facts = facts_for(tmp_path, has_torch=False)
@@ -179,7 +195,7 @@ def test_real_interpreter_in_a_real_venv_from_another_python(real_project: Path,
     else:
         shutil.rmtree(site / "torch", ignore_errors=True)
     code = (
-        f"import sys; sys.path.insert(0, {str(SCRIPTS_DIR)!r}); import interpreter_hint as ih;"
+        f"import sys; sys.path.insert(0, {str(SCRIPTS_DIR)!r}); import diag_interpreter_hint as ih;"
         "f = ih.gather_interpreter_facts(has_torch=False); print(ih.interpreter_hint_line(ih.judge_interpreter(f)))"
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(real_project.parent)}
@@ -188,3 +204,44 @@ def test_real_interpreter_in_a_real_venv_from_another_python(real_project: Path,
     expected = "it has torch" if real_venv_has_torch else "it has no torch either"
     assert expected in result.stdout
     assert result.stdout.strip().endswith("run the diagnostic with ./.venv/bin/python instead")
+
+
+# --- wired into the diagnostic ----------------------------------------------------------------------------------------
+
+
+def run_diagnostic(
+    project: Path, home: Path, *args: str, env_extra: Optional[dict] = None
+) -> subprocess.CompletedProcess:
+    env = base_env(home, home / "bin")
+    env.update(env_extra or {})
+    return subprocess.run(
+        [sys.executable, "-S", str(SCRIPT), *args], cwd=project, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_diagnostic_names_the_project_venv_near_the_top_and_in_json(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    make_env(project / ".venv", torch=True)
+    text = run_diagnostic(project, tmp_path / "home")
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[1].startswith("Interpreter: this interpreter (")
+    assert lines[1].endswith("run the diagnostic with ./.venv/bin/python instead")
+    result = run_diagnostic(project, tmp_path / "home", "--json")
+    report = json.loads(result.stdout)
+    assert schema_errors(report, json.loads(SCHEMA.read_text(encoding="utf-8"))) == []
+    assert report["interpreter"]["suggested_python"] == str(project / ".venv" / "bin" / "python")
+    assert report["interpreter"]["has_torch"] is False
+    assert report["interpreter"]["message"] == lines[1][len("Interpreter: ") :]
+
+
+def test_the_diagnostic_says_nothing_when_the_active_env_is_the_running_one(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    env_extra = {"VIRTUAL_ENV": sys.prefix}
+    text = run_diagnostic(project, tmp_path / "home", env_extra=env_extra)
+    assert text.returncode == 0, text.stderr
+    assert "Interpreter:" not in text.stdout
+    report = json.loads(run_diagnostic(project, tmp_path / "home", "--json", env_extra=env_extra).stdout)
+    assert report["interpreter"]["message"] is None and report["interpreter"]["suggested_python"] is None
+    assert [e["is_current"] for e in report["interpreter"]["environments"]] == [True]
