@@ -375,6 +375,35 @@ def test_install_check_update_uninstall_for_each_agent(tmp_path: Path, agent: st
     assert run_tool(["--agent", agent, "--uninstall"], home, tmp_path, clone).returncode == 1
 
 
+def test_the_installed_scripts_run_from_any_folder(tmp_path: Path) -> None:
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    assert run_tool(["--agent", "claude"], home, tmp_path).returncode == 0
+    scripts = home / ".claude" / "skills" / SKILL / "scripts"
+    for script, args in (
+        ("check_optional_backends.py", ["--json"]),
+        (
+            "plan_training.py",
+            ["--params", "7B", "--method", "lora", "--trainer", "sft", "--gpus", "1", "--gpu-memory-gib", "24"],
+        ),
+        ("check_vllm_server.py", ["--help"]),
+    ):
+        result = subprocess.run(
+            [sys.executable, str(scripts / script), *args],
+            cwd=elsewhere,
+            env={"HOME": str(home), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, (script, result.stderr)
+        if script == "check_optional_backends.py":  # the diagnostic writes no bytecode (sys.dont_write_bytecode)
+            assert not list(scripts.rglob("__pycache__"))
+    # The other two may leave __pycache__ behind: --check neither counts it nor calls the copy edited.
+    assert run_tool(["--agent", "claude", "--check"], home, tmp_path).returncode == 0
+
+
 def test_project_scope_and_dest(tmp_path: Path) -> None:
     home, project, elsewhere = tmp_path / "home", tmp_path / "project", tmp_path / "my-skills"
     home.mkdir()

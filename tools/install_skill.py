@@ -268,7 +268,11 @@ def update(source: Path, target: Path, agent: str) -> str:
     try:
         _copy_tree(source, sorted(digests), staging / "new", stamp)
         target.rename(staging / "old")
-        (staging / "new").rename(target)
+        try:
+            (staging / "new").rename(target)
+        except OSError:
+            (staging / "old").rename(target)  # put the installed copy back before reporting the failure
+            raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return f"updated {SKILL_NAME} {old.get('version', '?')} -> {stamp['version']} in {target}"
