@@ -68,8 +68,9 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
   vLLM: weights at 2 bytes/param (4-bit in colocate QLoRA) / TP; KV cache = 2 * layers * kv_heads * head_dim *
     2 bytes per token per sequence (vllm/v1/kv_cache_interface.py @0.31.0, AttentionSpec page size), at
     max_model_len x concurrency (multi-head latent attention, DeepSeek: one latent of kv_lora_rank +
-    qk_rope_head_dim per token and layer, replicated on every TP rank, MLAAttentionSpec); vLLM takes gpu_memory_utilization * total memory per GPU
-    (vllm/v1/worker/utils.py request_memory), so in colocate mode the trainer keeps total * (1 - utilization).
+    qk_rope_head_dim per token and layer, replicated on every TP rank, MLAAttentionSpec); vLLM takes
+    gpu_memory_utilization * total memory per GPU (vllm/v1/worker/utils.py request_memory), so in colocate mode
+    the trainer keeps total * (1 - utilization).
     Colocate default utilization: the smallest 0.05 step holding weights, overhead and max_num_seqs sequences
     (per_device * TP * steps_per_generation, grpo_trainer.py) plus 0.05.
 ranking, least invasive first: DDP (1 GPU) < ZeRO-2 (shards grads and optimizer) < FSDP2 < ZeRO-3 (shard weights
