@@ -225,14 +225,20 @@ def test_the_diagnostic_names_the_project_venv_near_the_top_and_in_json(tmp_path
     text = run_diagnostic(project, tmp_path / "home")
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
-    assert lines[1].startswith("Interpreter: this interpreter (")
-    assert lines[1].endswith("run the diagnostic with ./.venv/bin/python instead")
+    start = next(i for i, line in enumerate(lines[:4]) if line.startswith("Interpreter: "))  # under the header
+    logical = lines[start]
+    for line in lines[start + 1 :]:  # the text is wrapped at 100 columns; continuations are indented
+        if not line.startswith("    "):
+            break
+        logical += " " + line.strip()
+    assert logical.startswith("Interpreter: this interpreter (")
+    assert logical.endswith("run the diagnostic with ./.venv/bin/python instead")
     result = run_diagnostic(project, tmp_path / "home", "--json")
     report = json.loads(result.stdout)
     assert schema_errors(report, json.loads(SCHEMA.read_text(encoding="utf-8"))) == []
     assert report["interpreter"]["suggested_python"] == str(project / ".venv" / "bin" / "python")
     assert report["interpreter"]["has_torch"] is False
-    assert report["interpreter"]["message"] == lines[1][len("Interpreter: ") :]
+    assert " ".join(report["interpreter"]["message"].split()) == logical[len("Interpreter: ") :]
 
 
 def test_the_diagnostic_says_nothing_when_the_active_env_is_the_running_one(tmp_path: Path) -> None:
