@@ -19,16 +19,15 @@ Standard library only.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import json
 import math
 import os
 import re
 import sys
-import threading
 import time
-import urllib.parse
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple
 
 __all__ = [
     "REDACTED",
@@ -56,24 +55,25 @@ MIN_FRAGMENT = 8
 # Secrets
 # --------------------------------------------------------------------------------------------------------------
 
-_B = r"(?<![A-Za-z0-9])"
 _TOKEN_SHAPES = re.compile(
-    "|".join(
+    r"(?<![A-Za-z0-9])(?:"
+    + "|".join(
         (
-            _B + r"hf_[A-Za-z0-9]{10,}",  # Hugging Face user tokens
-            _B + r"api_org_[A-Za-z0-9]{10,}",  # Hugging Face organisation tokens (legacy)
-            _B + r"gh[pousr]_[A-Za-z0-9]{16,}",  # GitHub classic, OAuth, user-to-server, server, refresh
-            _B + r"github_pat_[A-Za-z0-9_]{16,}",  # GitHub fine-grained
-            _B + r"glpat-[A-Za-z0-9_\-]{16,}",  # GitLab
-            _B + r"sk-[A-Za-z0-9_\-]{12,}",  # OpenAI / Anthropic style keys (sk-..., sk-proj-..., sk-ant-...)
-            _B + r"[sr]k_(?:live|test)_[A-Za-z0-9]{10,}",  # Stripe style
-            _B + r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}(?![A-Za-z0-9])",  # AWS access key ids
-            _B + r"xox[abposre]-[A-Za-z0-9\-]{10,}",  # Slack
-            _B + r"AIza[0-9A-Za-z_\-]{30,}",  # Google API keys
-            _B + r"npm_[A-Za-z0-9]{30,}",  # npm
-            _B + r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",  # JWT
+            r"hf_[A-Za-z0-9]{10,}",  # Hugging Face user tokens
+            r"api_org_[A-Za-z0-9]{10,}",  # Hugging Face organisation tokens (legacy)
+            r"gh[pousr]_[A-Za-z0-9]{16,}",  # GitHub classic, OAuth, user-to-server, server, refresh
+            r"github_pat_[A-Za-z0-9_]{16,}",  # GitHub fine-grained
+            r"glpat-[A-Za-z0-9_\-]{16,}",  # GitLab
+            r"sk-[A-Za-z0-9_\-]{12,}",  # OpenAI / Anthropic style keys (sk-..., sk-proj-..., sk-ant-...)
+            r"[sr]k_(?:live|test)_[A-Za-z0-9]{10,}",  # Stripe style
+            r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}(?![A-Za-z0-9])",  # AWS access key ids
+            r"xox[abposre]-[A-Za-z0-9\-]{10,}",  # Slack
+            r"AIza[0-9A-Za-z_\-]{30,}",  # Google API keys
+            r"npm_[A-Za-z0-9]{30,}",  # npm
+            r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",  # JWT
         )
     )
+    + ")"
 )
 # "Authorization: Bearer x", "Proxy-Authorization=Basic x": the value, whatever its shape (placeholders kept).
 _AUTH_HEADER = re.compile(
@@ -141,6 +141,8 @@ def _userinfo(run: str) -> str:
 
 
 def _variants(secret: str) -> Set[str]:
+    import urllib.parse  # only when a secret is registered: the default diagnostic never pays for it
+
     forms = {
         secret,
         json.dumps(secret)[1:-1],
@@ -158,7 +160,7 @@ class Scrubber:
 
     def __init__(self) -> None:
         self._variants: List[str] = []
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
 
     def add(self, secret: Optional[str]) -> None:
         """Register a secret value (a token read from the environment). Values under 4 characters are ignored."""
@@ -258,35 +260,21 @@ def scrub(text: str) -> str:
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _escape_table() -> dict:
-    table = {}
-    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-    code_points: Iterable[int] = [
-        *range(0x00, 0x20),
-        0x7F,
-        *range(0x80, 0xA0),
-        0x200E,
-        0x200F,
-        0x2028,
-        0x2029,
-        *range(0x202A, 0x202F),
-        *range(0x2066, 0x206A),
-        0xFEFF,
-        *range(0xD800, 0xE000),  # lone surrogates (from surrogateescape) cannot be encoded
-    ]
-    for cp in code_points:
-        char = chr(cp)
-        table[cp] = named.get(char) or (f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}")
-    return table
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-_ESCAPES = _escape_table()
-_ESCAPES_KEEP_NL = {k: v for k, v in _ESCAPES.items() if k != 0x0A}
+def _escape(match: re.Match[str]) -> str:
+    char = match.group(0)
+    code = ord(char)
+    return _NAMED_ESCAPES.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def escape_controls(text: str, keep_newlines: bool = False) -> str:
     """``text`` with control, separator and bidi characters shown as escapes (``\\x1b``, ``\\r``, ``\\u202e``)."""
-    return text.translate(_ESCAPES_KEEP_NL if keep_newlines else _ESCAPES)
+    if keep_newlines:
+        return "\n".join(_CONTROL.sub(_escape, line) for line in text.split("\n"))
+    return _CONTROL.sub(_escape, text)
 
 
 def clip(text: str, limit: int = 240) -> str:
@@ -419,6 +407,8 @@ def emit(text: str, stream: Any = None) -> bool:
 @contextlib.contextmanager
 def progress(label: str, after_s: float = 2.0, stream: Any = None) -> Iterator[None]:
     """Show ``label... N s`` on stderr while the block runs past ``after_s`` seconds, only when stderr is a TTY."""
+    import threading
+
     stream = stream or sys.stderr
     try:
         tty = stream.isatty()

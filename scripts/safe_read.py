@@ -16,10 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import selectors
-import signal
 import stat
-import subprocess
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -183,7 +180,9 @@ class CommandResult:
         }
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def _kill_group(process: Any) -> None:
+    import signal
+
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (OSError, AttributeError):
@@ -200,6 +199,9 @@ def run_capped(
 ) -> CommandResult:
     """Run ``argv`` with no stdin, reading at most ``limit`` bytes of each of stdout and stderr within ``timeout``
     seconds. On overrun of either, the command's process group is killed and what was read is kept."""
+    import selectors
+    import subprocess  # imported here: the default diagnostic may never run a command
+
     start = time.monotonic()
     deadline = start + max(0.0, float(timeout))
     try:

@@ -561,3 +561,8 @@ def test_proxy_for_follows_the_environment_and_hides_proxy_credentials(monkeypat
     assert vfetch.proxy_for("http://replica-a:8000") == "http://proxy.example:3128"
     assert vfetch.proxy_for("http://replica-b:8000") is None
     assert vfetch.proxy_for("https://replica-a:8000") is None  # no HTTPS_PROXY
+
+
+def test_help_documents_the_connect_through_an_https_proxy():
+    text = " ".join(vcli.build_parser().format_help().split())
+    assert "CONNECT request to the proxy" in text and "HTTPS_PROXY" in text

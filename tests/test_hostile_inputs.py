@@ -13,6 +13,9 @@ import gzip
 import hashlib
 import json
 import os
+import platform
+import random
+import re
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
@@ -148,6 +151,73 @@ def _fifo(path: Path) -> None:
     os.mkfifo(path)
 
 
+def _mutations(seed: int) -> Dict[str, object]:
+    """One deterministic malformed answer: a field the rules read, replaced by a value of another type or range."""
+    from fake_vllm_server import model_list, server_info
+
+    rng = random.Random(seed)
+    hostile = [
+        "x" * 5000,
+        ["list"],
+        {"a": {"b": [1]}},
+        10**30,
+        -1,
+        None,
+        True,
+        1.5,
+        "",
+        [[[[[[]]]]]],
+        {"": None},
+    ]
+    models, info = model_list(["trl-policy-v1"]), server_info("0.31.0")
+    targets = [
+        ("/version", lambda v: v),
+        ("/v1/models", lambda v: v),
+        ("/server_info?config_format=json", lambda v: v),
+        ("/version", lambda v: {"version": v}),
+        ("/v1/models", lambda v: {**models, "data": v}),
+        ("/v1/models", lambda v: {**models, "data": [{**models["data"][0], "id": v}]}),
+        ("/v1/models", lambda v: {**models, "data": [{**models["data"][0], "max_model_len": v}]}),
+        ("/v1/models", lambda v: {**models, "data": [models["data"][0], {**models["data"][1], "parent": v}]}),
+        ("/server_info?config_format=json", lambda v: {**info, "vllm_config": v}),
+        ("/server_info?config_format=json", lambda v: {**info, "vllm_env": v}),
+    ]
+    for section in ("model_config", "parallel_config", "lora_config", "weight_transfer_config"):
+        targets.append(
+            (
+                "/server_info?config_format=json",
+                lambda v, s=section: {**info, "vllm_config": {**info["vllm_config"], s: v}},
+            )
+        )
+        for key in ("max_model_len", "logprobs_mode", "data_parallel_size", "max_lora_rank", "max_loras", "backend"):
+            targets.append(
+                (
+                    "/server_info?config_format=json",
+                    lambda v, s=section, k=key: {
+                        **info,
+                        "vllm_config": {**info["vllm_config"], s: {**(info["vllm_config"].get(s) or {}), k: v}},
+                    },
+                )
+            )
+    route, build = rng.choice(targets)
+    return {route: build(rng.choice(hostile))}
+
+
+FUZZ = 40
+for _seed in range(FUZZ):
+    BEHAVIOURS[f"fuzz-{_seed}"] = serve_vllm_like(_mutations(_seed))
+
+
+def _every_fuzzed_server_reported(result: Result) -> Optional[str]:
+    problem = _strict_json(result)
+    if problem:
+        return problem
+    report = json.loads(result.stdout)
+    if len(report["servers"]) != FUZZ:
+        return f"{len(report['servers'])} of {FUZZ} servers reported"
+    return None
+
+
 def _one_verdict_line(result: Result) -> Optional[str]:
     if "\x1b" in result.stdout or "\r" in result.stdout or "\u202e" in result.stdout:
         return "a control character from the server reached the output"
@@ -245,6 +315,9 @@ def vllm_cases(silent_url: str) -> List[Case]:
              names="--max-length"),
         Case("vllm-lora-rank-5000-digits", VLLM, ["--vllm-url", "{url}/good", "--lora-rank", "9" * 5000], 4,
              codes=(2,), names="--lora-rank"),
+        Case("vllm-fuzz-40-malformed-answers", VLLM,
+             [a for i in range(FUZZ) for a in ("--vllm-url", f"{{url}}/fuzz-{i}")] + ["--json", "--deadline", "8"], 8,
+             check=_every_fuzzed_server_reported),
         Case("vllm-trl-metadata-fifo", VLLM, ["--vllm-url", "{url}/good"], 4, {"PYTHONPATH": "{tmp}/site"},
              setup=lambda d: _fifo(d / "site" / "trl-1.16.0.dist-info" / "METADATA")),
         Case("vllm-text-layout", VLLM, ["--vllm-url", "{url}/good", "--vllm-url", "{url}/logprobs-list",
@@ -371,6 +444,17 @@ def _contains(text: str) -> Callable[[Result], Optional[str]]:
     return check
 
 
+def _diag_layout(result: Result) -> Optional[str]:
+    problem = text_width_problem(result.stdout)
+    lines = result.stdout.rstrip().splitlines()
+    if problem:
+        return problem
+    if not lines[-1].startswith("Require ddp,qlora: "):
+        return "the --require result is not the last line"
+    counts = re.findall(r"\b\d+ (?:missing|outside|unknown)\b", result.stdout)
+    return f"bare counts instead of named lists: {counts}" if counts else None
+
+
 def diag_cases() -> List[Case]:
     return [
         Case("diag-metadata-fifo", DIAG, [], 8, SITE_ENV, _then(_site, _fifo_at("site/torch-2.13.0.dist-info/METADATA")),
@@ -451,13 +535,15 @@ def diag_cases() -> List[Case]:
               "HTTPS_PROXY": f"http://user:{PASSWORD}/x@y@proxy:3128", "HF_TOKEN": TOKEN,
               "CACHE_KEY": "3.11", "SSH_AUTH_SOCK": "/root"},
              secrets=[GH_TOKEN, SK_KEY, PLAIN_SECRET, PASSWORD, TOKEN], check=_python_version_kept),
+        Case("diag-short-common-values-kept", DIAG, [], 8,
+             {"CACHE_KEY": ".".join(platform.python_version_tuple()[:2]), "SSH_AUTH_SOCK": "/root",
+              "NCCL_SOCKET_IFNAME": "eth0", "NCCL_IB_HCA": "mlx5_0"},
+             check=_python_version_kept),
         Case("diag-probe-import-error-with-key", DIAG, ["--probe-imports=accelerate", "--timeout", "10"], 10, SITE_ENV,
              _then(_site, _file("site/accelerate/__init__.py",
                                 f"raise ImportError('cannot load plugin: api key {SK_KEY} was rejected by the server')\n")),
              secrets=[SK_KEY]),
-        Case("diag-text-layout", DIAG, ["--require", "ddp,qlora"], 8, SITE_ENV, _site, codes=(1,),
-             check=lambda r: text_width_problem(r.stdout) or (None if r.stdout.rstrip().splitlines()[-1].startswith(
-                 "Require ddp,qlora: ") else "the --require result is not the last line")),
+        Case("diag-text-layout", DIAG, ["--require", "ddp,qlora"], 8, SITE_ENV, _site, codes=(1,), check=_diag_layout),
     ]  # fmt: skip
 
 

@@ -110,3 +110,41 @@ def test_a_closed_pipe_ends_quietly(script: str) -> None:
     assert "Traceback" not in text and "BrokenPipeError" not in text, text[-500:]
     assert text == "", text[-500:]
     assert process.returncode in (0, 1), (process.returncode, text[-300:])
+
+
+@pytest.mark.parametrize("script", sorted(ENTRY))
+def test_entry_scripts_run_main_through_the_shared_runner(script: str) -> None:
+    """A crash in any script exits 2 with one line (safe_output.run_cli), never 1, the code of a verdict."""
+    tree = ast.parse((SCRIPTS_DIR / script).read_text(encoding="utf-8"))
+    guard = [node for node in tree.body if isinstance(node, ast.If) and "__main__" in ast.dump(node.test)]
+    assert guard and "run_cli" in ast.dump(guard[0]), f"{script}: __main__ does not call run_cli(main, ...)"
+
+
+def _cpu_seconds(argv: List[str], env: Dict[str, str]) -> float:
+    """User + system CPU time of one run (steadier than wall time on a loaded machine)."""
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    assert process.returncode == 0, argv
+    return usage.ru_utime + usage.ru_stime
+
+
+def test_the_default_diagnostic_stays_within_twice_a_bare_metadata_scan(tmp_path: Path) -> None:
+    """The hardened reads (stat before open, caps, validation) keep the default run cheap: the median of seven runs each
+    (CPU time), against importlib.metadata reading every distribution's name, version and requirements."""
+    from diagnostic_helpers import add_stack, base_env
+
+    add_stack(tmp_path / "site")
+    env = base_env(tmp_path / "home", tmp_path / "bin")
+    env["PYTHONPATH"] = str(tmp_path / "site")
+    scan = "import importlib.metadata as m\nfor d in m.distributions(): d.metadata['Name']; d.version; d.requires\n"
+    commands = {
+        "scan": [sys.executable, "-S", "-c", scan],
+        "diagnostic": [sys.executable, "-S", str(SCRIPTS_DIR / "check_optional_backends.py")],
+    }
+    runs: Dict[str, List[float]] = {name: [] for name in commands}
+    for _ in range(7):
+        for name, argv in commands.items():  # interleaved, so a burst of load hits both
+            runs[name].append(_cpu_seconds(argv, env))
+    median = {name: sorted(values)[len(values) // 2] for name, values in runs.items()}
+    assert median["diagnostic"] <= 2 * median["scan"], runs
