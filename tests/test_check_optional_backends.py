@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import check_optional_backends as cob
+import diag_common
 from diagnostic_helpers import (
     SCHEMA,
     add_dist,
@@ -145,67 +146,7 @@ def test_liger_in_range_is_limited_because_trl_deprecates_it(tmp_path: Path) -> 
     assert any("deprecates use_liger_kernel" in e for e in liger["evidence"])
 
 
-# --- inconsistent installs --------------------------------------------------------------------------------------------
-
-
-def test_inconsistent_installs_are_flagged(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    add_stack(site)
-    add_dist(site, "deepspeed", "0.19.8", with_module=False)  # metadata, no module
-    (site / "bitsandbytes").mkdir()  # a module without metadata
-    (site / "bitsandbytes" / "__init__.py").write_text("", encoding="utf-8")
-    add_dist(site, "vllm", "0.31.0")  # two distributions of one module
-    second = tmp_path / "second"
-    add_dist(second, "vllm", "0.25.0", with_module=False)
-    report = run_script(["--json"], [site, second], tmp=tmp_path).json()
-    packages = report["packages"]
-    codes = {pid: [p["code"] for p in entry["problems"]] for pid, entry in packages.items()}
-    assert codes["deepspeed"] == ["metadata_without_module"]
-    assert codes["bitsandbytes"] == ["module_without_metadata"]
-    assert packages["bitsandbytes"]["installed"] is True and packages["bitsandbytes"]["version"] is None
-    [bnb_row] = compat_rows(report, "bitsandbytes", kind="extra", extra="quantization")
-    assert bnb_row["status"] == "unknown"  # importable without metadata: not "missing"
-    assert codes["vllm"] == ["multiple_distributions"]
-    assert packages["vllm"]["version"] == "0.31.0"  # first on sys.path, like importlib.metadata
-    assert packages["vllm"]["other_distributions"][0]["version"] == "0.25.0"
-    assert backend(report, "deepspeed")["status"] == "unavailable"
-    assert "--force-reinstall" in backend(report, "deepspeed")["next_step"]
-
-
-def test_shadowed_module_is_flagged(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    add_stack(site)
-    add_dist(site, "peft", "0.21.2", with_module=False, top_level=False)
-    shadow = tmp_path / "shadow"
-    (shadow / "peft").mkdir(parents=True)
-    (shadow / "peft" / "__init__.py").write_text("", encoding="utf-8")
-    report = run_script(["--json"], [shadow, site], tmp=tmp_path).json()
-    [problem] = report["packages"]["peft"]["problems"]
-    assert problem["code"] == "shadowed"
-
-
-def test_corrupt_and_non_utf8_metadata_become_findings(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    add_stack(site)
-    add_dist(site, "deepspeed", "0.19.8", metadata_bytes=b"\x00\x01garbage without headers\xff\n")
-    add_dist(
-        site,
-        "bitsandbytes",
-        "0.50.2",
-        metadata_bytes=b"Metadata-Version: 2.1\nName: bitsandbytes\nVersion: 0.50.2\nSummary: caf\xe9\n",
-    )
-    run = run_script(["--json"], [site], tmp=tmp_path)
-    assert run.returncode == 0, run.stderr
-    report = run.json()
-    deepspeed = report["packages"]["deepspeed"]
-    assert [p["code"] for p in deepspeed["problems"]] == ["metadata_not_utf8", "metadata_corrupt"]
-    assert deepspeed["version"] == "0.19.8" and deepspeed["version_source"] == "folder name"
-    bnb = report["packages"]["bitsandbytes"]
-    assert [p["code"] for p in bnb["problems"]] == ["metadata_not_utf8"]
-    assert bnb["version"] == "0.50.2"
-    assert any(f["severity"] == "error" and "not UTF-8" in f["message"] for f in report["findings"])
-    text = run_script([], [site], tmp=tmp_path)
-    assert text.returncode == 0 and "Traceback" not in text.stderr
+# --- builds, GPUs and verdicts ----------------------------------------------------------------------------------------
 
 
 def test_torch_build_is_read_from_version_py_without_import(tmp_path: Path) -> None:
@@ -309,8 +250,8 @@ def test_text_is_compact_plain_and_masks_home(vllm_too_new: Path, tmp_path: Path
     verbose = run_script(["--verbose"], [vllm_too_new], tmp=tmp_path)
     assert str(home) in verbose.stdout
     again = run_script([], [vllm_too_new], tmp=tmp_path)
-    strip = [line for line in again.stdout.splitlines() if not line.startswith(cob.TOOL)]
-    assert strip == [line for line in lines if not line.startswith(cob.TOOL)]  # stable ordering
+    strip = [line for line in again.stdout.splitlines() if not line.startswith(diag_common.TOOL)]
+    assert strip == [line for line in lines if not line.startswith(diag_common.TOOL)]  # stable ordering
 
 
 # --- CLI contract -----------------------------------------------------------------------------------------------------
@@ -323,7 +264,7 @@ def test_help_mentions_every_flag_and_backend_id() -> None:
     assert {"--json", "--require", "--probe-torch", "--probe-imports", "--timeout", "--accelerate-config"} <= flags
     for flag in flags:
         assert flag in text
-    for backend_id in cob.BACKEND_IDS:
+    for backend_id in diag_common.BACKEND_IDS:
         assert f"  {backend_id} " in text
     for word in ("exit codes", "HF_HUB_OFFLINE=1", "default_config.yaml"):
         assert word in text
@@ -357,9 +298,9 @@ def test_main_returns_codes_in_process(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_display_specifier_orders_lower_bounds_first() -> None:
-    assert cob.display_specifier("<=0.31.0,>=0.22.0") == ">=0.22.0,<=0.31.0"
-    assert cob.display_specifier("<0.19,>=0.18.2") == ">=0.18.2,<0.19"
-    assert cob.display_specifier("") == ""
+    assert diag_common.display_specifier("<=0.31.0,>=0.22.0") == ">=0.22.0,<=0.31.0"
+    assert diag_common.display_specifier("<0.19,>=0.18.2") == ">=0.18.2,<0.19"
+    assert diag_common.display_specifier("") == ""
 
 
 def test_trl_gate_table_is_used_only_for_its_exact_version(tmp_path: Path) -> None:
@@ -385,51 +326,6 @@ def test_trl_extras_from_another_release_are_read_not_assumed(tmp_path: Path) ->
     assert gate["requirement"] == ">=0.20.0,<=0.30.0"
 
 
-def test_dist_info_without_record_or_top_level_still_reads(tmp_path: Path) -> None:
-    """Scenario C'': some editable installs ship no RECORD; trl env crashes there (packages_distributions)."""
-    site = tmp_path / "site"
-    add_stack(site, torch_cuda="12.8")
-    info = add_fixture_dist(site, "vllm-0.31.0", top_level=False)
-    (info / "RECORD").unlink()
-    report = run_script(["--json"], [site], tmp=tmp_path).json()
-    vllm = report["packages"]["vllm"]
-    assert (vllm["version"], vllm["module_found"], vllm["problems"]) == ("0.31.0", True, [])
-
-
-def test_editable_install_and_git_checkout_commit(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    add_stack(site)
-    checkout = tmp_path / "src" / "trl"
-    shutil.move(str(site / "trl"), str(checkout / "trl"))
-    info = next(site.glob("trl-*.dist-info"))
-    (info / "direct_url.json").write_text(
-        json.dumps({"url": checkout.as_uri(), "dir_info": {"editable": True}}), encoding="utf-8"
-    )
-    git = checkout / ".git"
-    (git / "refs" / "heads").mkdir(parents=True)
-    (git / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
-    (git / "refs" / "heads" / "main").write_text("0123456789abcdef0123456789abcdef01234567\n", encoding="utf-8")
-    report = run_script(["--json"], [site, checkout], tmp=tmp_path).json()
-    trl = report["packages"]["trl"]
-    assert trl["editable"] is True and trl["problems"] == []  # an editable checkout is not "shadowed"
-    assert trl["git_commit"] == "0123456789abcdef0123456789abcdef01234567"
-    text = run_script([], [site, checkout], tmp=tmp_path).stdout
-    assert "trl 1.16.0+0123456 (editable)" in text
-
-
-def test_leftover_directory_without_metadata_is_not_a_package(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    add_stack(site)
-    (site / "vllm" / "model_executor").mkdir(parents=True)  # what an interrupted uninstall can leave behind
-    report = run_script(["--json"], [site], tmp=tmp_path).json()
-    [problem] = report["packages"]["vllm"]["problems"]
-    assert problem["code"] == "namespace_leftover"
-    assert report["packages"]["vllm"]["installed"] is False
-    verdict = backend(report, "vllm-colocate")
-    assert verdict["status"] == "unavailable"
-    assert verdict["next_step"].startswith(f"remove the folder {site / 'vllm'}, then pip install")
-
-
 def test_next_step_names_the_gate_range_when_trl_extra_would_not_upgrade(tmp_path: Path) -> None:
     """bitsandbytes 0.45.5 satisfies trl[quantization] (>=0.45.1) but not transformers' gate (>=0.46.1)."""
     site = tmp_path / "site"
@@ -440,22 +336,3 @@ def test_next_step_names_the_gate_range_when_trl_extra_would_not_upgrade(tmp_pat
     assert qlora["status"] == "unavailable"
     assert any("bitsandbytes 0.45.5 is outside transformers 5.24.0's gate >=0.46.1" in e for e in qlora["evidence"])
     assert qlora["next_step"] == 'pip install "bitsandbytes>=0.46.1"'
-
-
-def test_metadata_scan_agrees_with_importlib_metadata() -> None:
-    """The hand-rolled lookup (one listing per sys.path entry) finds what importlib.metadata finds, in this venv."""
-    import importlib.metadata
-    import sys
-
-    from versions import normalize_name
-
-    scanned = cob.scan_distributions(sys.path)
-    expected = {}
-    for dist in importlib.metadata.distributions():
-        name = normalize_name(dist.metadata["Name"] or "")
-        expected.setdefault(name, dist.version)
-    assert expected, "the test venv has distributions"
-    for name, version in expected.items():
-        assert name in scanned, name
-        assert scanned[name][0].version() == version, name
-        assert importlib.metadata.version(name) == version

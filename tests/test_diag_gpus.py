@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import check_optional_backends as cob
+import diag_gpus
 from diagnostic_helpers import (
     DRIVER_FAILURE,
     H100_CSV,
@@ -61,23 +61,23 @@ UUIDS = [
     ],
 )
 def test_resolve_cuda_visible_devices(raw, expected, note) -> None:
-    resolved, notes = cob.resolve_visible(raw, 4, UUIDS)
+    resolved, notes = diag_gpus.resolve_visible(raw, 4, UUIDS)
     assert resolved == expected
     if note:
         assert any(note in n for n in notes), notes
 
 
 def test_resolve_without_a_gpu_list_reads_entries_only() -> None:
-    assert cob.resolve_visible("0,7,1", None, []) == ([0, 7, 1], [])
-    assert cob.resolve_visible(None, None, [])[0] is None
+    assert diag_gpus.resolve_visible("0,7,1", None, []) == ([0, 7, 1], [])
+    assert diag_gpus.resolve_visible(None, None, [])[0] is None
 
 
 def test_resolve_mig_uuids_through_the_gpu_listing() -> None:
     parents = {"MIG-bbbbbbbb-5555-6666-7777-888888888888": 0, "MIG-dddddddd-5555-6666-7777-888888888888": 1}
-    resolved, notes = cob.resolve_visible("MIG-dddd", 2, [None, None], parents)
+    resolved, notes = diag_gpus.resolve_visible("MIG-dddd", 2, [None, None], parents)
     assert resolved == [1]
     assert any("MIG slice of GPU 1" in n for n in notes)
-    resolved, notes = cob.resolve_visible("MIG-eeee", 2, [None, None], parents)
+    resolved, notes = diag_gpus.resolve_visible("MIG-eeee", 2, [None, None], parents)
     assert resolved == [] and any("no unique MIG device" in n for n in notes)
 
 
@@ -85,7 +85,7 @@ def test_resolve_mig_uuids_through_the_gpu_listing() -> None:
 
 
 def test_parse_realistic_nvidia_csv() -> None:
-    gpus, reason = cob.parse_nvidia_csv(H100_CSV, cob.NVIDIA_FIELDS)
+    gpus, reason = diag_gpus.parse_nvidia_csv(H100_CSV, diag_gpus.NVIDIA_FIELDS)
     assert reason == ""
     assert [g["index"] for g in gpus] == [0, 1, 2, 3]
     first = gpus[0]
@@ -96,7 +96,7 @@ def test_parse_realistic_nvidia_csv() -> None:
 
 def test_parse_nvidia_csv_with_not_available_fields() -> None:
     line = "0, GPU-abc, NVIDIA A10G, [N/A], [N/A], [N/A], 535.54.03, [N/A]\n"
-    [gpu], _ = cob.parse_nvidia_csv(line, cob.NVIDIA_FIELDS)
+    [gpu], _ = diag_gpus.parse_nvidia_csv(line, diag_gpus.NVIDIA_FIELDS)
     assert gpu["memory_total_mib"] is None and gpu["compute_capability"] is None
 
 
@@ -105,7 +105,7 @@ def test_parse_nvidia_csv_with_not_available_fields() -> None:
     ["Segmentation fault\n", "0, GPU-x, A100, lots, 1, 2, 550, 8.0\n", "0, GPU-x, A100, 1, 1, 1, 550, eight\n"],
 )
 def test_parse_nvidia_csv_rejects_garbage(garbage: str) -> None:
-    gpus, reason = cob.parse_nvidia_csv(garbage, cob.NVIDIA_FIELDS)
+    gpus, reason = diag_gpus.parse_nvidia_csv(garbage, diag_gpus.NVIDIA_FIELDS)
     assert gpus is None and reason
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-import check_optional_backends as cob
+import diag_common
+import diag_launch
 from diagnostic_helpers import FIXTURES, add_dist, add_stack, backend, base_env, fake_nvidia_smi, run_script
 
 
@@ -41,7 +42,11 @@ def write_default_config(home: Path, text: str) -> Path:
     ],
 )
 def test_accelerate_config_lookup(env: dict, expected: str) -> None:
-    assert cob.accelerate_config_path(env) == str(Path(expected).expanduser()) if expected.startswith("~") else expected
+    assert (
+        diag_launch.accelerate_config_path(env) == str(Path(expected).expanduser())
+        if expected.startswith("~")
+        else expected
+    )
 
 
 # --- the config as the report shows it --------------------------------------------------------------------------------
@@ -170,7 +175,7 @@ def backend_evidence(tmp_path: Path, site: Path, env: dict, backend_id: str) -> 
 
 
 def test_redact_value_unit() -> None:
-    assert cob.redact_value("https://u:p@h/x") == "https://<redacted>@h/x"
-    assert cob.redact_value("redis://:pw@cache:6379") == "redis://<redacted>@cache:6379"
-    assert cob.redact_value("token hf_abcdefghijklmnopqrstuvwx used") == "token <redacted> used"
-    assert cob.redact_value("http://host:8000/v1") == "http://host:8000/v1"
+    assert diag_common.redact_value("https://u:p@h/x") == "https://<redacted>@h/x"
+    assert diag_common.redact_value("redis://:pw@cache:6379") == "redis://<redacted>@cache:6379"
+    assert diag_common.redact_value("token hf_abcdefghijklmnopqrstuvwx used") == "token <redacted> used"
+    assert diag_common.redact_value("http://host:8000/v1") == "http://host:8000/v1"

@@ -1,0 +1,195 @@
+"""Shared pieces of the readiness diagnostic: the stack and backend tables, the safety-promise lists, secret
+redaction and small utilities (reading text, version tuples, running a command with a hard timeout).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+SCHEMA_VERSION = 1
+TOOL = "check_optional_backends"
+
+ALLOWED_COMMANDS = ("nvidia-smi", "rocm-smi")
+
+# id, candidate distribution names (PEP 503), candidate top-level modules; the first of each is canonical.
+STACK: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...] = (
+    ("torch", ("torch",), ("torch",)),
+    ("transformers", ("transformers",), ("transformers",)),
+    ("accelerate", ("accelerate",), ("accelerate",)),
+    ("trl", ("trl",), ("trl",)),
+    ("peft", ("peft",), ("peft",)),
+    ("datasets", ("datasets",), ("datasets",)),
+    ("deepspeed", ("deepspeed",), ("deepspeed",)),
+    ("bitsandbytes", ("bitsandbytes",), ("bitsandbytes",)),
+    ("vllm", ("vllm",), ("vllm",)),
+    ("liger-kernel", ("liger-kernel", "liger-kernel-nightly"), ("liger_kernel",)),
+    ("kernels", ("kernels",), ("kernels",)),
+    ("flash-attn", ("flash-attn",), ("flash_attn",)),
+    ("flash-attn-3", ("flash-attn-3",), ("flash_attn_interface", "flash_attn_3")),
+    ("unsloth", ("unsloth",), ("unsloth",)),
+    ("unsloth-zoo", ("unsloth-zoo",), ("unsloth_zoo",)),
+    ("triton", ("triton", "pytorch-triton", "pytorch-triton-rocm", "pytorch-triton-xpu"), ("triton",)),
+    ("huggingface-hub", ("huggingface-hub",), ("huggingface_hub",)),
+    ("safetensors", ("safetensors",), ("safetensors",)),
+    ("requests", ("requests",), ("requests",)),
+    ("aiohttp", ("aiohttp",), ("aiohttp",)),
+)
+STACK_IDS = tuple(entry[0] for entry in STACK)
+DIST_TO_ID = {dist: pid for pid, dists, _ in STACK for dist in dists}
+HEAVY_MODULES = (
+    "torch",
+    "vllm",
+    "deepspeed",
+    "bitsandbytes",
+    "transformers",
+    "trl",
+    "peft",
+    "accelerate",
+    "datasets",
+    "liger_kernel",
+    "flash_attn",
+    "unsloth",
+    "triton",
+    "kernels",
+)
+
+BACKEND_IDS = (
+    "ddp",
+    "fsdp2",
+    "deepspeed",
+    "peft",
+    "qlora",
+    "liger",
+    "hub-kernels",
+    "flash-attn",
+    "unsloth",
+    "vllm-colocate",
+    "vllm-server",
+    "async-grpo-lora",
+)
+BACKEND_HELP = {
+    "ddp": "data parallel over NCCL (accelerate launch / torchrun)",
+    "fsdp2": "FSDP version 2 through Accelerate",
+    "deepspeed": "DeepSpeed ZeRO through Accelerate",
+    "peft": "LoRA adapters (trl[peft])",
+    "qlora": "LoRA on a 4-bit bitsandbytes base model",
+    "liger": "Liger Triton kernels (use_liger_kernel; deprecated in TRL 1.16)",
+    "hub-kernels": 'Hub kernels (model_init_kwargs={"use_kernels": True})',
+    "flash-attn": "flash-attn 2/3 attention",
+    "unsloth": "Unsloth patched training",
+    "vllm-colocate": "GRPO generation with vLLM inside the training processes",
+    "vllm-server": "GRPO generation against a separate vLLM server",
+    "async-grpo-lora": "AsyncGRPO with adapter-only LoRA sync to a vLLM server",
+}
+
+SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.IGNORECASE)
+URL_CREDENTIALS_RE = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<cred>[^/@\s:]*(?::[^/@\s]*)?)@")
+HF_TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{20,}\b")
+REDACTED = "<redacted>"
+
+
+def new_finding(severity: str, code: str, message: str) -> Dict[str, str]:
+    """A finding record: severity error|warning|info, a stable code, one sentence."""
+    return {"severity": severity, "code": code, "message": message}
+
+
+def first_line(text: str, limit: int = 240) -> str:
+    """The first non-empty line of ``text``, shortened to ``limit`` characters."""
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line:
+            return line if len(line) <= limit else line[: limit - 3] + "..."
+    return ""
+
+
+def redact_value(value: str) -> str:
+    """Remove credentials inside URLs and Hugging Face tokens from a value."""
+    value = URL_CREDENTIALS_RE.sub(lambda m: m.group("scheme") + REDACTED + "@", value)
+    return HF_TOKEN_RE.sub(REDACTED, value)
+
+
+def read_text(path: str, limit: int = 4_000_000) -> Optional[str]:
+    """A file's text (UTF-8 with replacement), or ``None`` when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit)
+    except OSError:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def version_tuple(text: Optional[str]) -> Tuple[int, ...]:
+    """Leading numeric release parts of a version-like string ("550.54.15" -> (550, 54, 15))."""
+    parts = []
+    for piece in re.split(r"[.+-]", text or ""):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts)
+
+
+def display_specifier(spec: str) -> str:
+    """A specifier with lower bounds first (``<=0.31.0,>=0.22.0`` -> ``>=0.22.0,<=0.31.0``)."""
+    order = {">=": 0, ">": 1, "~=": 2, "==": 3, "===": 3, "!=": 4, "<=": 5, "<": 6}
+    clauses = [c.strip() for c in (spec or "").split(",") if c.strip()]
+
+    def rank(clause: str) -> Tuple[int, str]:
+        match = re.match(r"(===|==|!=|~=|<=|>=|<|>)", clause)
+        return (order.get(match.group(1), 9) if match else 9, clause)
+
+    return ",".join(sorted(clauses, key=rank))
+
+
+def run_command(argv: Sequence[str], timeout: float) -> Dict[str, Any]:
+    """Run a command with a hard timeout; the whole process group is killed on expiry.
+
+    Returns ``{"status": ok|failed|timeout|not_found, "returncode", "stdout", "stderr", "seconds"}``.
+    """
+    import signal
+    import subprocess
+
+    start = time.monotonic()
+    try:
+        process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,  # communicate() closes it; no /dev/null open
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as error:
+        return {"status": "not_found", "returncode": None, "stdout": "", "stderr": str(error), "seconds": 0.0}
+    try:
+        out, err = process.communicate(timeout=timeout)
+        status = "ok" if process.returncode == 0 else "failed"
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (OSError, AttributeError):
+            process.kill()
+        try:
+            out, err = process.communicate(timeout=2)
+        except subprocess.TimeoutExpired:  # a grandchild outside the group still holds the pipes
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    stream.close()
+            process.wait(timeout=2)
+            out, err = b"", b""
+        status = "timeout"
+    return {
+        "status": status,
+        "returncode": process.returncode,
+        "stdout": out.decode("utf-8", errors="replace"),
+        "stderr": err.decode("utf-8", errors="replace"),
+        "seconds": round(time.monotonic() - start, 3),
+    }
+
+
+def fmt_mib(mib: Optional[int]) -> str:
+    """Memory in MiB as text: whole GiB from 10 GiB up, MiB below, ``?`` when unknown."""
+    if mib is None:
+        return "?"
+    return f"{mib / 1024:.0f} GiB" if mib >= 10240 else f"{mib} MiB"
