@@ -621,9 +621,12 @@ def check_scopes(
     claims: Sequence[Tuple[int, str, str]],
     matcher: Callable[[str, str], bool],
     baseline: Dict[str, str],
+    foreign: Callable[[str, str], bool] = lambda kind, identifier: False,
 ) -> List[ScopeFailure]:
     """Scope failures of one Markdown file. ``claims``: (line, kind, identifier) the name checker recorded;
-    ``baseline``: the version each package's text is written for, the window of a file without one."""
+    ``baseline``: the version each package's text is written for, the window of a file without one; ``foreign``:
+    names another pinned package also defines (a transformers field): their existence is not scope-checked, only
+    what TRL or vLLM says about them (deprecations, changes)."""
     units, window = parse_units(text)
     window_by_package = {s.package: s for s in window}
     for package, version in baseline.items():
@@ -638,6 +641,7 @@ def check_scopes(
             )
     grouped: Dict[Tuple[int, Scope], List[Tuple[int, str, str, Dict[str, int]]]] = {}
     seen: Set[Tuple[int, str, str]] = set()
+    claims = list(claims) + prose_quotes(history, units, matcher)
     for line, kind, identifier in claims:
         if (line, kind, identifier) in seen:
             continue
@@ -656,7 +660,7 @@ def check_scopes(
         candidates = explicit or [window_by_package[p] for p in masks if p in window_by_package]
         results = [(s, history.scope_indices(s)) for s in candidates]
         results = [(s, idx) for s, idx in results if idx]
-        if not results or any(_full(masks[s.package], idx) for s, idx in results):
+        if foreign(kind, identifier) or not results or any(_full(masks[s.package], idx) for s, idx in results):
             pass
         else:
             scope, indices = results[0]
@@ -673,11 +677,37 @@ def check_scopes(
                 )
             )
         if DEPRECATED_WORD.search(_claim_text(unit, line, probe)) and not any(s.form == "deprecated" for s in inline):
-            failures += _deprecation_claim(history, line, identifier, kind, candidates)
+            scopes = [s for s in inline if s.package in masks] or [
+                window_by_package[p] for p in masks if p in window_by_package
+            ]
+            failures += _deprecation_claim(history, line, identifier, kind, scopes)
     for (_unit_id, scope), members in grouped.items():
         failures += _change_checks(history, scope, members)
     failures += _extra_ranges(history, units)
     return sorted(set(failures), key=lambda f: (f.line, f.kind, f.identifier))
+
+
+_PROSE_QUOTE_RE = re.compile(r"[\"\u201c]([^\"\u201c\u201d\n]*)[\"\u201d]")
+
+
+def prose_quotes(
+    history: History, units: Sequence[Unit], matcher: Callable[[str, str], bool]
+) -> List[Tuple[int, str, str]]:
+    """Messages quoted in prose ("Attempting to use the same CUDA device (UUID: …) for …"): a double-quoted text
+    of 20+ characters that matches a message of some indexed release is a message claim too."""
+    out: List[Tuple[int, str, str]] = []
+    for unit in units:
+        if unit.kind in ("code", "heading"):
+            continue
+        for number, line in zip(range(unit.start, unit.end + 1), unit.lines):
+            for match in _PROSE_QUOTE_RE.finditer(_CODE_SPAN_RE.sub(" ", line)):
+                quote = match.group(1).strip()
+                if len(quote) < 20:
+                    continue
+                quote = quote if quote.endswith("…") or not quote.endswith((".", ",")) else quote[:-1]
+                if any(history.message_mask(p, quote, matcher) for p in history.releases):
+                    out.append((number, "message", quote))
+    return out
 
 
 def _claim_text(unit: Unit, line: int, identifier: str) -> str:
@@ -737,34 +767,46 @@ def _change_checks(
         return []
     line = min(m[0] for m in known)
     line_idx = history.line_indices(package)
-    all_idx = list(range(len(history.releases[package])))
 
-    def first(mask: int) -> Optional[int]:
-        return next((i for i in all_idx if mask >> i & 1), None)
-
-    def last(mask: int) -> Optional[int]:
-        inside = [i for i in line_idx if mask >> i & 1]
-        return inside[-1] if inside else None
+    def starts_at(mask: int) -> bool:  # present at X, absent from the release before it
+        return bool(mask >> x & 1) and not mask >> (x - 1) & 1  # type: ignore[operator]
 
     label = PACKAGE_LABELS[package]
     minors = [f"{m[0]}.{m[1]}" for m in history.minors(package)]
     if scope.form in ("added", "since"):
-        if x == 0:
+        if x == 0 or any(starts_at(mask) for *_, mask in known):
             return []
-        if any(first(mask) == x for *_, mask in known):
-            return []
-        firsts = ", ".join(f"{ident[:60]!r} first in {label} {minors[first(mask)]}" for _, _, ident, mask in known)  # type: ignore[index]
-        return [ScopeFailure(line, "scope-added", scope.text, "no claim of this unit first appears there", firsts)]
-    if scope.form == "until":
-        if not line_idx or x == line_idx[-1]:
-            return []
-        if any(last(mask) == x for *_, mask in known):
-            return []
-        lasts = ", ".join(
-            f"{ident[:60]!r} last in {label} {minors[last(mask)] if last(mask) is not None else '-'}"  # type: ignore[index]
+        firsts = ", ".join(
+            f"{ident[:60]!r} in {history.label(package, history.mask_indices(package, mask))}"
             for _, _, ident, mask in known
         )
-        return [ScopeFailure(line, "scope-until", scope.text, "no claim of this unit last appears there", lasts)]
+        return [
+            ScopeFailure(
+                line,
+                "scope-added",
+                scope.text,
+                f"no claim of this unit is new in {label} {minors[x]} (absent from {minors[x - 1]})",
+                firsts,
+            )
+        ]
+    if scope.form == "until":
+        if not line_idx or x >= line_idx[-1]:
+            return []
+        if any(mask >> x & 1 and not mask >> (x + 1) & 1 for *_, mask in known):
+            return []
+        holds = ", ".join(
+            f"{ident[:60]!r} in {history.label(package, history.mask_indices(package, mask))}"
+            for _, _, ident, mask in known
+        )
+        return [
+            ScopeFailure(
+                line,
+                "scope-until",
+                scope.text,
+                f"no claim of this unit is in {label} {minors[x]} and gone from {minors[x + 1]}",
+                holds,
+            )
+        ]
     if scope.form == "removed":
         if x == 0:
             return []
@@ -779,7 +821,7 @@ def _change_checks(
                 line,
                 "scope-removed",
                 scope.text,
-                f"no claim of this unit is in {label} {minors[x - 1]} and gone in {minors[x]}",
+                f"no claim of this unit is in {label} {minors[x - 1]} and gone from {minors[x]}",
                 holds,
             )
         ]
@@ -789,10 +831,21 @@ def _change_checks(
         dmask = history.lookup(package, "deprecated", _deprecation_key(kind, ident))
         if dmask:
             found.append((ident, dmask))
-    if not found or any(first(dmask) == x for _, dmask in found):
+    if not found or x == 0 or any(starts_at(dmask) for _, dmask in found):
         return []
-    firsts = ", ".join(f"{ident!r} first warned in {label} {minors[first(d)]}" for ident, d in found)  # type: ignore[index]
-    return [ScopeFailure(line, "scope-deprecated", scope.text, "is not the first release that warns", firsts)]
+    warns = ", ".join(
+        f"{_deprecation_key('', ident)!r} warned in {history.label(package, history.mask_indices(package, d))}"
+        for ident, d in found
+    )
+    return [
+        ScopeFailure(
+            line,
+            "scope-deprecated",
+            scope.text,
+            f"no name of this unit starts warning in {label} {minors[x]} (silent in {minors[x - 1]})",
+            warns,
+        )
+    ]
 
 
 def _extra_ranges(history: History, units: Sequence[Unit]) -> List[ScopeFailure]:

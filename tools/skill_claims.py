@@ -937,12 +937,14 @@ class Checker:
             return
         baseline = {p: self.facts.primary(p) for p in ("trl", "vllm") if p in self.facts.packages}
         foreign = self._foreign_names()
-        own = [
-            (line, kind, ident)
-            for _, line, kind, ident in claims
-            if kind == "message" or ident.rsplit(".", 1)[-1] not in foreign.get(kind, ())
-        ]
-        found = claim_scopes.check_scopes(history, text, own, _quote_matcher, baseline)
+        found = claim_scopes.check_scopes(
+            history,
+            text,
+            [(line, kind, ident) for _, line, kind, ident in claims],
+            _quote_matcher,
+            baseline,
+            lambda kind, ident: kind != "message" and ident.rsplit(".", 1)[-1] in foreign.get(kind, ()),
+        )
         for failure in found:
             if self.allowlist.allows(failure.identifier):
                 continue
