@@ -17,6 +17,7 @@ from diag_interpreter import platform_facts, python_facts
 from diag_launch import accelerate_config_path, gather_env, read_accelerate_config
 from diag_packages import gather_packages, scan_distributions
 from diag_probes import DEFAULT_PROBE_TIMEOUT, probe_imports, probe_torch
+from diag_release_diff import release_differences
 from diag_render import torch_probe_text, verdict_line
 from diag_rules import Context, judge_backends
 
@@ -44,6 +45,7 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
         "torch_build": build,
     }
     report["compatibility"] = compatibility(packages, chosen, findings)
+    report["release_differences"] = release_differences(packages)
     report["accelerators"] = gather_accelerators(env, smi_timeout)
     config_path = args.accelerate_config or accelerate_config_path(env)
     env_selected, secrets = gather_env(env)

@@ -564,6 +564,18 @@ class ScopeFailure:
     note: str
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """One scope-checked claim: the releases its fact holds in (``mask``) and the releases it is stated for."""
+
+    line: int
+    kind: str  # the claim kind, or "deprecated" for a unit that calls the name deprecated
+    identifier: str
+    package: str
+    mask: int
+    scope: Tuple[int, ...]
+
+
 _FLAG_KINDS = {"flag": "flag", "env": "env", "class": "class", "identifier": "name", "yaml-key": "name"}
 _INLINE_SPAN_RE = re.compile(r"(`+)\s?(.+?)\s?\1")
 
@@ -622,11 +634,13 @@ def check_scopes(
     matcher: Callable[[str, str], bool],
     baseline: Dict[str, str],
     foreign: Callable[[str, str], bool] = lambda kind, identifier: False,
+    resolved: Optional[List[Resolved]] = None,
 ) -> List[ScopeFailure]:
     """Scope failures of one Markdown file. ``claims``: (line, kind, identifier) the name checker recorded;
     ``baseline``: the version each package's text is written for, the window of a file without one; ``foreign``:
     names another pinned package also defines (a transformers field): their existence is not scope-checked, only
-    what TRL or vLLM says about them (deprecations, changes)."""
+    what TRL or vLLM says about them (deprecations, changes). ``resolved``, when given, receives each checked
+    claim with its releases and scope (the release-differences table is built from them)."""
     units, window = parse_units(text)
     window_by_package = {s.package: s for s in window}
     for package, version in baseline.items():
@@ -660,6 +674,11 @@ def check_scopes(
         candidates = explicit or [window_by_package[p] for p in masks if p in window_by_package]
         results = [(s, history.scope_indices(s)) for s in candidates]
         results = [(s, idx) for s, idx in results if idx]
+        if resolved is not None and not foreign(kind, identifier):
+            for scope, idx in results:
+                if not _full(masks[scope.package], idx):
+                    continue  # the package under which the claim holds is the one it is about
+                resolved.append(Resolved(line, kind, identifier, scope.package, masks[scope.package], tuple(idx)))
         if foreign(kind, identifier) or not results or any(_full(masks[s.package], idx) for s, idx in results):
             pass
         else:
@@ -681,6 +700,12 @@ def check_scopes(
                 window_by_package[p] for p in masks if p in window_by_package
             ]
             failures += _deprecation_claim(history, line, identifier, kind, scopes)
+            for scope in scopes if resolved is not None else []:
+                dmask = history.lookup(scope.package, "deprecated", _deprecation_key(kind, identifier))
+                indices = history.scope_indices(scope)
+                if dmask and indices:
+                    key = _deprecation_key(kind, identifier)
+                    resolved.append(Resolved(line, "deprecated", key, scope.package, dmask, tuple(indices)))
     for (_unit_id, scope), members in grouped.items():
         failures += _change_checks(history, scope, members)
     failures += _extra_ranges(history, units)
