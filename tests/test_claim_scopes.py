@@ -77,6 +77,12 @@ def test_every_scope_form_parses(text: str, form: str, lo, hi) -> None:
     assert scope.package == ("vllm" if "vLLM" in text else "trl")
 
 
+@pytest.mark.parametrize("text", ["TRL 1.14–1.16, vLLM 0.22–0.31.", "Holds for TRL 1.11-1.13. Next sentence."])
+def test_a_range_that_ends_a_sentence_stays_a_range(text: str) -> None:
+    # SCOPES.md's own window example ends with a period after the range.
+    assert [scope.form for scope in cs.parse_scopes(text)] == ["range"] * text.count("–") + ["range"] * text.count("-")
+
+
 def test_scope_ranges_resolve_to_indexed_releases() -> None:
     history = cs.History.load(HISTORY_PATH)
 

@@ -44,7 +44,7 @@ SCOPE_PATTERNS: Tuple[Tuple[str, re.Pattern[str]], ...] = (
     ("removed", re.compile(r"\bremoved\s+in\s+" + _PKG + r"\s+" + _V, re.I)),
     ("deprecated", re.compile(r"\bdeprecated\s+in\s+" + _PKG + r"\s+" + _V, re.I)),
     ("until", re.compile(r"\buntil\s+" + _PKG + r"\s+" + _V, re.I)),
-    ("range", re.compile(_PKG + r"\s+" + _V + _DASH + _V + r"(?![\d.])")),
+    ("range", re.compile(_PKG + r"\s+" + _V + _DASH + _V + r"(?!\.?\d)")),
     ("atleast", re.compile(_PKG + r"\s*(?:≥|>=)\s*" + _V)),
     ("atmost", re.compile(_PKG + r"\s*(?:≤|<=)\s*" + _V)),
     ("plus", re.compile(_PKG + r"\s+" + _V + r"\+")),
