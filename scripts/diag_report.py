@@ -14,6 +14,7 @@ from diag_compat import compatibility
 from diag_crosschecks import environment_findings
 from diag_gpus import DEFAULT_SMI_TIMEOUT, gather_accelerators
 from diag_interpreter import platform_facts, python_facts
+from diag_interpreter_hint import gather_interpreter_facts, interpreter_hint_json, judge_interpreter
 from diag_launch import accelerate_config_path, gather_env, read_accelerate_config
 from diag_packages import gather_packages, scan_distributions
 from diag_probes import DEFAULT_PROBE_TIMEOUT, probe_imports, probe_torch
@@ -44,6 +45,8 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
         "packages": packages,
         "torch_build": build,
     }
+    interpreter = gather_interpreter_facts(packages["torch"]["installed"], environ=env)
+    report["interpreter"] = interpreter_hint_json(interpreter, judge_interpreter(interpreter))
     report["compatibility"] = compatibility(packages, chosen, findings)
     report["release_differences"] = release_differences(packages)
     report["accelerators"] = gather_accelerators(env, smi_timeout)
