@@ -51,7 +51,7 @@ def load_table(path: Optional[str] = None) -> Optional[Dict[str, Any]]:
 
 def _statement(table: Dict[str, Any], index: int) -> Dict[str, Any]:
     entry = table["statements"][index]
-    return {k: entry[k] for k in ("where", "line", "kind", "claim", "holds")}
+    return {k: entry[k] for k in ("where", "kind", "claim", "holds")}
 
 
 def match_release(version: str, indexed: List[str]) -> Tuple[str, Optional[str]]:
@@ -141,7 +141,7 @@ def render_lines(section: Optional[Dict[str, Any]], verbose: bool = False, limit
             lines.append(f"{head}{note}: {count} statement(s) of the skill do not hold here")
             items = entry["statements"]
         cap = len(items) if verbose else limit
-        items = sorted(items, key=lambda i: (KIND_ORDER.get(i["kind"], 9), i["where"], i["line"]))
+        items = sorted(items, key=lambda i: (KIND_ORDER.get(i["kind"], 9), i["where"], i["claim"]))
         for item in items[:cap]:
             lines.append(f"    {item['where']}: {item['kind']} {item['claim']!r} (holds in {item['holds']})")
         if len(items) > cap:

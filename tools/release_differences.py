@@ -9,6 +9,7 @@ A statement is a claim the scope checker verified (a quoted message, flag, field
 vLLM, or a name the text calls deprecated) whose scope includes the release the text is written for (TRL 1.16.0,
 vLLM 0.31.0): what the text asserts for a user of that release. For every other indexed release, the table lists
 the statements whose fact is absent there, each as ``file#section``, the claim, and the releases where it holds.
+No line numbers are stored, so edits elsewhere in a file leave the table current.
 The diagnostic (``scripts/diag_release_diff.py``) reads the table to tell a user on another release which
 statements to read with care. Regenerate after the skill text or the release history changes (a test checks).
 """
@@ -81,26 +82,24 @@ def build_table(root: Path = REPO_ROOT) -> Dict[str, object]:
         where = f"{rel}#{section_of(lines, item.line)}"
         kind = "deprecation" if item.kind == "deprecated" else item.kind
         key = (item.package, where, kind, item.identifier)
-        entry = statements.setdefault(
+        statements.setdefault(
             key,
             {
                 "package": item.package,
                 "where": where,
-                "line": item.line,
                 "kind": kind,
                 "claim": _short(item.identifier),
                 "holds": history.label(item.package, history.mask_indices(item.package, item.mask)),
                 "mask": item.mask,
             },
         )
-        entry["line"] = min(int(entry["line"]), item.line)  # type: ignore[call-overload]
     # Only statements that fail somewhere in the supported line are shipped.
     kept = [
         e
         for e in statements.values()
         if any(not int(e["mask"]) >> i & 1 for i in history.line_indices(str(e["package"])))  # type: ignore[call-overload]
     ]
-    ordered = sorted(kept, key=lambda e: (e["package"], e["where"], e["line"], e["claim"]))
+    ordered = sorted(kept, key=lambda e: (e["package"], e["where"], e["kind"], e["claim"]))
     releases: Dict[str, object] = {}
     for package in ("trl", "vllm"):
         versions = history.releases[package]
