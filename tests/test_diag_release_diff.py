@@ -121,3 +121,23 @@ def test_no_trl_or_vllm_means_no_section(tmp_path: Path) -> None:
     add_dist(site, "datasets", "5.2.0")
     data = run_script(["--json"], [site], tmp=tmp_path).json()
     assert data["release_differences"] is None
+
+
+def test_the_section_costs_less_than_a_bare_metadata_scan() -> None:
+    """The default run stays within 2x a bare metadata scan: the section is one small JSON read."""
+    import time
+
+    import diag_packages
+
+    def best(fn, runs: int = 7) -> float:
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    installed = {"trl": {"installed": True, "version": "1.9.2"}, "vllm": {"installed": True, "version": "0.20.2"}}
+    section = best(lambda: rdiff.release_differences(installed))
+    scan = best(lambda: diag_packages.scan_distributions(sys.path))
+    assert section < scan, (section, scan)
