@@ -240,3 +240,24 @@ def test_a_file_without_a_window_is_checked_against_the_baseline_release(tmp_pat
 def test_check_markers_exempt_their_block_from_scopes(tmp_path: Path) -> None:
     text = f"# T\n\n<!-- check: trl==1.16.0 -->\n{DEV_ENDPOINTS}\n" + WINDOW.replace("1.14", "1.11")
     assert _scope_failures(tmp_path, text) == []
+
+
+@pytest.mark.parametrize(
+    ("sentence", "fails"),
+    [
+        ("TRL 1.16.0 declares `vllm<=0.31.0,>=0.22.0`; TRL 1.16 is the baseline.", False),
+        ("TRL 1.16.0 declares `vllm<=0.31.0,>=0.21.0`; TRL 1.16 is the baseline.", True),
+        ("TRL 1.16.0 declares `vllm>=0.22.0,<=0.31.0`.", False),
+        ("| TRL 1.15 | `vllm<=0.31.0,>=0.22.0` |", True),
+    ],
+)
+def test_a_quoted_vllm_extra_range_must_be_that_releases_metadata(tmp_path: Path, sentence: str, fails: bool) -> None:
+    failures = [f for f in _scope_failures(tmp_path, f"# T\n\n{sentence}\n" + WINDOW) if f.kind == "scope-extra"]
+    assert bool(failures) == fails, [f.format() for f in failures]
+
+
+def test_a_message_quoted_in_prose_across_lines_is_checked(tmp_path: Path) -> None:
+    text = '# T\n\n- A shared GPU raises "Attempting to use the same CUDA\n  device" at start-up.\n' + WINDOW
+    (failure,) = _scope_failures(tmp_path, text)
+    assert failure.line == 3 and "it holds in TRL 0.25–1.10" in failure.format()
+    assert _scope_failures(tmp_path, text.replace("at start-up", "at start-up (TRL 0.25–1.10)")) == []

@@ -724,14 +724,20 @@ def prose_quotes(
     for unit in units:
         if unit.kind in ("code", "heading"):
             continue
+        # A quote may wrap across the lines of a paragraph or list item: search the joined text.
+        starts: List[Tuple[int, int]] = []
+        joined = ""
         for number, line in zip(range(unit.start, unit.end + 1), unit.lines):
-            for match in _PROSE_QUOTE_RE.finditer(_CODE_SPAN_RE.sub(" ", line)):
-                quote = match.group(1).strip()
-                if len(quote) < 20:
-                    continue
-                quote = quote if quote.endswith("…") or not quote.endswith((".", ",")) else quote[:-1]
-                if any(history.message_mask(p, quote, matcher) for p in history.releases):
-                    out.append((number, "message", quote))
+            starts.append((len(joined), number))
+            joined += _CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line.strip().lstrip(">").strip()) + " "
+        for match in _PROSE_QUOTE_RE.finditer(joined):
+            quote = " ".join(match.group(1).split())
+            if len(quote) < 20:
+                continue
+            quote = quote if quote.endswith("…") or not quote.endswith((".", ",")) else quote[:-1]
+            number = max(n for offset, n in starts if offset <= match.start())
+            if any(history.message_mask(p, quote, matcher) for p in history.releases):
+                out.append((number, "message", quote))
     return out
 
 
@@ -885,10 +891,10 @@ def _extra_ranges(history: History, units: Sequence[Unit]) -> List[ScopeFailure]
                 if not spec_match:
                     continue
                 scopes = [s for s in claim_scopes(unit, number, match.group(2)) if s.package == "trl"]
-                singles = [s for s in scopes if s.form == "single"]
-                if len(singles) != 1:
+                minors = {s.lo for s in scopes if s.form == "single"}  # "TRL 1.16.0" and "TRL 1.16" are one
+                if len(minors) != 1:
                     continue
-                index = history.index_of("trl", singles[0].lo)  # type: ignore[arg-type]
+                index = history.index_of("trl", minors.pop())  # type: ignore[arg-type]
                 if index is None:
                     continue
                 version = history.releases["trl"][index]
