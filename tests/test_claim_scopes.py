@@ -127,6 +127,7 @@ EXPECTED_BAD: List[Tuple[str, str, str]] = [
     ("deprecated; use the Hub", "scope-deprecated", "warns in TRL 0.25, 1.15–1.16"),  # defect: use_liger_kernel
     ("deprecated in TRL 1.14", "scope-deprecated", "warned in TRL 0.25, 1.15–1.16"),
     ("accepts `vllm<=0.31.0", "scope-extra", "vllm<=0.30.0,>=0.20.0"),
+    ("`lm_head` in `target_modules`", "scope-refused", "AsyncGRPOTrainer refuses it in TRL 1.14–1.16"),  # defect 5
 ]
 
 

@@ -709,6 +709,7 @@ def check_scopes(
     for (_unit_id, scope), members in grouped.items():
         failures += _change_checks(history, scope, members)
     failures += _extra_ranges(history, units)
+    failures += _fallback_refusals(history, text, units, window_by_package)
     return sorted(set(failures), key=lambda f: (f.line, f.kind, f.identifier))
 
 
@@ -910,4 +911,80 @@ def _extra_ranges(history: History, units: Sequence[Unit]) -> List[ScopeFailure]
                             f"its METADATA says vllm{actual}" if actual else "that release has no vllm extra",
                         )
                     )
+    return out
+
+
+_REFUSAL_RE = re.compile(r"does not support|not supported|is incompatible|cannot be used", re.I)
+_FALLBACK_RE = re.compile(r"fall(?:s|ing)?\s+back|fallback", re.I)
+_REFUSE_WORDS_RE = re.compile(r"\brefuse|\braise|\berror\b|\bstops?\b|not supported", re.I)
+_TICKED_RE = re.compile(r"`([^`]+)`")
+
+
+def refusals(history: History, package: str = "trl") -> Dict[Tuple[str, str], List[Tuple[str, int]]]:
+    """``{(trainer, name): [(template, mask)]}``: what a trainer refuses, from its messages (``AsyncGRPOTrainer`
+    does not support a PEFT adapter on `lm_head```: the name next to the refusal, not every name in the message)."""
+    cached = history.__dict__.get("_refusals")
+    if cached is not None:
+        return cached
+    out: Dict[Tuple[str, str], List[Tuple[str, int]]] = {}
+    for template, mask in history.messages.get(package, []):
+        match = _REFUSAL_RE.search(template)
+        if not match:
+            continue
+        trainers = [n for n in _TICKED_RE.findall(template) if re.fullmatch(r"[A-Z]\w*Trainer", n)]
+        after = _TICKED_RE.search(template[match.end() : match.end() + 60])
+        before = _TICKED_RE.findall(template[max(0, match.start() - 60) : match.start()])
+        subjects = [after.group(1)] if after else []
+        if "does not support" not in match.group(0).lower() and before:
+            subjects = [before[-1]]
+        for trainer in trainers:
+            for subject in subjects:
+                name = subject.strip("'\"")
+                if name != trainer and re.fullmatch(r"[\w.]+", name):
+                    out.setdefault((trainer, name), []).append((template, mask))
+    history.__dict__["_refusals"] = out
+    return out
+
+
+def _fallback_refusals(
+    history: History, text: str, units: Sequence[Unit], window: Dict[str, Scope]
+) -> List[ScopeFailure]:
+    """A condition listed as a fallback (a warning, the run goes on) that a trainer named in the file refuses (an
+    error when it is built) in some release of the statement's scope: ``lm_head`` among AsyncGRPO's merged-sync
+    fallbacks."""
+    table = refusals(history)
+    if not table or "trl" not in history.releases:
+        return []
+    file_trainers = set(re.findall(r"`([A-Z]\w*Trainer)`", text))
+    out: List[ScopeFailure] = []
+    for unit in units:
+        if unit.kind in ("code", "heading"):
+            continue
+        pieces = [(unit.start, unit.text)] if unit.kind != "para" else [(a, t) for a, _b, t in unit.sentences]
+        for line, piece in pieces:
+            if not _FALLBACK_RE.search(piece) or _REFUSE_WORDS_RE.search(piece):
+                continue
+            scopes = [s for s in _scopes_outside_code(piece) if s.package == "trl"] or [
+                s for s in unit.section_scopes if s.package == "trl"
+            ]
+            scope = scopes[0] if scopes else window.get("trl")
+            indices = history.scope_indices(scope) if scope is not None else None
+            if not indices:
+                continue
+            for name in sorted(set(_TICKED_RE.findall(piece))):
+                for trainer in sorted(file_trainers):
+                    for template, mask in table.get((trainer, name), []):
+                        hit = [i for i in indices if mask >> i & 1]
+                        if not hit:
+                            continue
+                        out.append(
+                            ScopeFailure(
+                                line,
+                                "scope-refused",
+                                name,
+                                f"is listed as a fallback, but {trainer} refuses it in {history.label('trl', hit)}",
+                                f"{template[:100]!r}",
+                            )
+                        )
+                        break
     return out
