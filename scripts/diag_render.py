@@ -7,6 +7,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from diag_common import REDACTED, STACK_IDS, TOOL, fmt_mib, redact_value
+from diag_release_diff import render_lines
 
 
 def sanitize(value: Any, home: Optional[str], secrets: Sequence[str]) -> Any:
@@ -90,6 +91,7 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
                 continue
             shown.add(key)
             lines.append("  " + _compat_text(row))
+    lines.extend(render_lines(report.get("release_differences"), verbose))
     accel = report["accelerators"]
     lines.append(
         f"accelerators: nvidia-smi {accel['nvidia_smi']['status']}"

@@ -18,6 +18,7 @@ from diag_interpreter_hint import gather_interpreter_facts, interpreter_hint_jso
 from diag_launch import accelerate_config_path, gather_env, read_accelerate_config
 from diag_packages import gather_packages, scan_distributions
 from diag_probes import DEFAULT_PROBE_TIMEOUT, probe_imports, probe_torch
+from diag_release_diff import release_differences
 from diag_render import torch_probe_text, verdict_line
 from diag_rules import Context, judge_backends
 
@@ -47,6 +48,7 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
     interpreter = gather_interpreter_facts(packages["torch"]["installed"], environ=env)
     report["interpreter"] = interpreter_hint_json(interpreter, judge_interpreter(interpreter))
     report["compatibility"] = compatibility(packages, chosen, findings)
+    report["release_differences"] = release_differences(packages)
     report["accelerators"] = gather_accelerators(env, smi_timeout)
     config_path = args.accelerate_config or accelerate_config_path(env)
     env_selected, secrets = gather_env(env)

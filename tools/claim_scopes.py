@@ -564,6 +564,18 @@ class ScopeFailure:
     note: str
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """One scope-checked claim: the releases its fact holds in (``mask``) and the releases it is stated for."""
+
+    line: int
+    kind: str  # the claim kind, or "deprecated" for a unit that calls the name deprecated
+    identifier: str
+    package: str
+    mask: int
+    scope: Tuple[int, ...]
+
+
 _FLAG_KINDS = {"flag": "flag", "env": "env", "class": "class", "identifier": "name", "yaml-key": "name"}
 _INLINE_SPAN_RE = re.compile(r"(`+)\s?(.+?)\s?\1")
 
@@ -622,11 +634,13 @@ def check_scopes(
     matcher: Callable[[str, str], bool],
     baseline: Dict[str, str],
     foreign: Callable[[str, str], bool] = lambda kind, identifier: False,
+    resolved: Optional[List[Resolved]] = None,
 ) -> List[ScopeFailure]:
     """Scope failures of one Markdown file. ``claims``: (line, kind, identifier) the name checker recorded;
     ``baseline``: the version each package's text is written for, the window of a file without one; ``foreign``:
     names another pinned package also defines (a transformers field): their existence is not scope-checked, only
-    what TRL or vLLM says about them (deprecations, changes)."""
+    what TRL or vLLM says about them (deprecations, changes). ``resolved``, when given, receives each checked
+    claim with its releases and scope (the release-differences table is built from them)."""
     units, window = parse_units(text)
     window_by_package = {s.package: s for s in window}
     for package, version in baseline.items():
@@ -660,6 +674,11 @@ def check_scopes(
         candidates = explicit or [window_by_package[p] for p in masks if p in window_by_package]
         results = [(s, history.scope_indices(s)) for s in candidates]
         results = [(s, idx) for s, idx in results if idx]
+        if resolved is not None and not foreign(kind, identifier):
+            for scope, idx in results:
+                if not _full(masks[scope.package], idx):
+                    continue  # the package under which the claim holds is the one it is about
+                resolved.append(Resolved(line, kind, identifier, scope.package, masks[scope.package], tuple(idx)))
         if foreign(kind, identifier) or not results or any(_full(masks[s.package], idx) for s, idx in results):
             pass
         else:
@@ -681,9 +700,16 @@ def check_scopes(
                 window_by_package[p] for p in masks if p in window_by_package
             ]
             failures += _deprecation_claim(history, line, identifier, kind, scopes)
+            for scope in scopes if resolved is not None else []:
+                dmask = history.lookup(scope.package, "deprecated", _deprecation_key(kind, identifier))
+                indices = history.scope_indices(scope)
+                if dmask and indices:
+                    key = _deprecation_key(kind, identifier)
+                    resolved.append(Resolved(line, "deprecated", key, scope.package, dmask, tuple(indices)))
     for (_unit_id, scope), members in grouped.items():
         failures += _change_checks(history, scope, members)
     failures += _extra_ranges(history, units)
+    failures += _fallback_refusals(history, text, units, window_by_package)
     return sorted(set(failures), key=lambda f: (f.line, f.kind, f.identifier))
 
 
@@ -699,14 +725,20 @@ def prose_quotes(
     for unit in units:
         if unit.kind in ("code", "heading"):
             continue
+        # A quote may wrap across the lines of a paragraph or list item: search the joined text.
+        starts: List[Tuple[int, int]] = []
+        joined = ""
         for number, line in zip(range(unit.start, unit.end + 1), unit.lines):
-            for match in _PROSE_QUOTE_RE.finditer(_CODE_SPAN_RE.sub(" ", line)):
-                quote = match.group(1).strip()
-                if len(quote) < 20:
-                    continue
-                quote = quote if quote.endswith("…") or not quote.endswith((".", ",")) else quote[:-1]
-                if any(history.message_mask(p, quote, matcher) for p in history.releases):
-                    out.append((number, "message", quote))
+            starts.append((len(joined), number))
+            joined += _CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line.strip().lstrip(">").strip()) + " "
+        for match in _PROSE_QUOTE_RE.finditer(joined):
+            quote = " ".join(match.group(1).split())
+            if len(quote) < 20:
+                continue
+            quote = quote if quote.endswith("…") or not quote.endswith((".", ",")) else quote[:-1]
+            number = max(n for offset, n in starts if offset <= match.start())
+            if any(history.message_mask(p, quote, matcher) for p in history.releases):
+                out.append((number, "message", quote))
     return out
 
 
@@ -860,10 +892,10 @@ def _extra_ranges(history: History, units: Sequence[Unit]) -> List[ScopeFailure]
                 if not spec_match:
                     continue
                 scopes = [s for s in claim_scopes(unit, number, match.group(2)) if s.package == "trl"]
-                singles = [s for s in scopes if s.form == "single"]
-                if len(singles) != 1:
+                minors = {s.lo for s in scopes if s.form == "single"}  # "TRL 1.16.0" and "TRL 1.16" are one
+                if len(minors) != 1:
                     continue
-                index = history.index_of("trl", singles[0].lo)  # type: ignore[arg-type]
+                index = history.index_of("trl", minors.pop())  # type: ignore[arg-type]
                 if index is None:
                     continue
                 version = history.releases["trl"][index]
@@ -879,4 +911,80 @@ def _extra_ranges(history: History, units: Sequence[Unit]) -> List[ScopeFailure]
                             f"its METADATA says vllm{actual}" if actual else "that release has no vllm extra",
                         )
                     )
+    return out
+
+
+_REFUSAL_RE = re.compile(r"does not support|not supported|is incompatible|cannot be used", re.I)
+_FALLBACK_RE = re.compile(r"fall(?:s|ing)?\s+back|fallback", re.I)
+_REFUSE_WORDS_RE = re.compile(r"\brefuse|\braise|\berror\b|\bstops?\b|not supported", re.I)
+_TICKED_RE = re.compile(r"`([^`]+)`")
+
+
+def refusals(history: History, package: str = "trl") -> Dict[Tuple[str, str], List[Tuple[str, int]]]:
+    """``{(trainer, name): [(template, mask)]}``: what a trainer refuses, from its messages (``AsyncGRPOTrainer`
+    does not support a PEFT adapter on `lm_head```: the name next to the refusal, not every name in the message)."""
+    cached = history.__dict__.get("_refusals")
+    if cached is not None:
+        return cached
+    out: Dict[Tuple[str, str], List[Tuple[str, int]]] = {}
+    for template, mask in history.messages.get(package, []):
+        match = _REFUSAL_RE.search(template)
+        if not match:
+            continue
+        trainers = [n for n in _TICKED_RE.findall(template) if re.fullmatch(r"[A-Z]\w*Trainer", n)]
+        after = _TICKED_RE.search(template[match.end() : match.end() + 60])
+        before = _TICKED_RE.findall(template[max(0, match.start() - 60) : match.start()])
+        subjects = [after.group(1)] if after else []
+        if "does not support" not in match.group(0).lower() and before:
+            subjects = [before[-1]]
+        for trainer in trainers:
+            for subject in subjects:
+                name = subject.strip("'\"")
+                if name != trainer and re.fullmatch(r"[\w.]+", name):
+                    out.setdefault((trainer, name), []).append((template, mask))
+    history.__dict__["_refusals"] = out
+    return out
+
+
+def _fallback_refusals(
+    history: History, text: str, units: Sequence[Unit], window: Dict[str, Scope]
+) -> List[ScopeFailure]:
+    """A condition listed as a fallback (a warning, the run goes on) that a trainer named in the file refuses (an
+    error when it is built) in some release of the statement's scope: ``lm_head`` among AsyncGRPO's merged-sync
+    fallbacks."""
+    table = refusals(history)
+    if not table or "trl" not in history.releases:
+        return []
+    file_trainers = set(re.findall(r"`([A-Z]\w*Trainer)`", text))
+    out: List[ScopeFailure] = []
+    for unit in units:
+        if unit.kind in ("code", "heading"):
+            continue
+        pieces = [(unit.start, unit.text)] if unit.kind != "para" else [(a, t) for a, _b, t in unit.sentences]
+        for line, piece in pieces:
+            if not _FALLBACK_RE.search(piece) or _REFUSE_WORDS_RE.search(piece):
+                continue
+            scopes = [s for s in _scopes_outside_code(piece) if s.package == "trl"] or [
+                s for s in unit.section_scopes if s.package == "trl"
+            ]
+            scope = scopes[0] if scopes else window.get("trl")
+            indices = history.scope_indices(scope) if scope is not None else None
+            if not indices:
+                continue
+            for name in sorted(set(_TICKED_RE.findall(piece))):
+                for trainer in sorted(file_trainers):
+                    for template, mask in table.get((trainer, name), []):
+                        hit = [i for i in indices if mask >> i & 1]
+                        if not hit:
+                            continue
+                        out.append(
+                            ScopeFailure(
+                                line,
+                                "scope-refused",
+                                name,
+                                f"is listed as a fallback, but {trainer} refuses it in {history.label('trl', hit)}",
+                                f"{template[:100]!r}",
+                            )
+                        )
+                        break
     return out

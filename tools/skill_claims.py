@@ -857,6 +857,7 @@ class Checker:
         self._script_specs: Dict[str, Optional[CliSpec]] = {}
         self.failures: List[Failure] = []
         self.claims: List[Tuple[str, int, str, str]] = []
+        self.resolved: List[Tuple[str, claim_scopes.Resolved]] = []  # scope-checked claims, per file
 
     # ---- contexts ------------------------------------------------------------------------------------------------
 
@@ -937,6 +938,7 @@ class Checker:
             return
         baseline = {p: self.facts.primary(p) for p in ("trl", "vllm") if p in self.facts.packages}
         foreign = self._foreign_names()
+        resolved: List[claim_scopes.Resolved] = []
         found = claim_scopes.check_scopes(
             history,
             text,
@@ -944,7 +946,9 @@ class Checker:
             _quote_matcher,
             baseline,
             lambda kind, ident: kind != "message" and ident.rsplit(".", 1)[-1] in foreign.get(kind, ()),
+            resolved,
         )
+        self.resolved.extend((rel, item) for item in resolved)
         for failure in found:
             if self.allowlist.allows(failure.identifier):
                 continue
