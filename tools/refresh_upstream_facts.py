@@ -5,6 +5,7 @@
     python3 tools/refresh_upstream_facts.py --wheel-dir DIR      # use (and fill) another archive cache
     python3 tools/refresh_upstream_facts.py --check              # exit 1 if the committed file is stale
     python3 tools/refresh_upstream_facts.py --diff vllm 0.31.0 0.33.0   # what changed between two pinned releases
+    python3 tools/refresh_upstream_facts.py --diff trl 1.14.2 1.16.0    # ... or two releases of the release history
 
 Each pinned release is fetched with ``pip download --no-deps`` (wheels for Linux x86-64; DeepSpeed ships only an
 sdist) into a cache folder, its sha256 is checked against the one the committed facts file recorded for that same
@@ -428,6 +429,9 @@ def version_diff(facts_path: Path, package: str, old: str, new: str) -> str:
     from skill_claims import Facts  # the checker's loader applies the deltas
 
     facts = Facts.load(facts_path)
+    stored = facts.data["packages"].get(package, {}).get("versions", {})
+    if old not in stored or new not in stored:
+        return history_diff(facts_path.parent / HISTORY_OUTPUT_NAME, package, old, new)
     a = facts.version_facts(package, old)
     b = facts.version_facts(package, new)
     lines: List[str] = [f"{package} {old} -> {new}"]
@@ -460,6 +464,29 @@ def version_diff(facts_path: Path, package: str, old: str, new: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def history_diff(history_path: Path, package: str, old: str, new: str) -> str:
+    """What changed between two releases of the release history (for releases that are not pins)."""
+    data = json.loads(history_path.read_text(encoding="utf-8"))
+    entry = data["packages"][package]
+    versions = [r["version"] for r in entry["releases"]]
+    if old not in versions or new not in versions:
+        raise KeyError(f"{package} {old} or {new} is neither a pin nor in {history_path.name}")
+    i, j = versions.index(old), versions.index(new)
+    lines = [f"{package} {old} -> {new} (release history)"]
+    for kind in sorted(entry["facts"]):
+        added, removed = [], []
+        for bits, keys in entry["facts"][kind].items():
+            if bits[j] == "1" and bits[i] == "0":
+                added += keys
+            elif bits[i] == "1" and bits[j] == "0":
+                removed += keys
+        lines.append(f"{kind}: +{len(added)} -{len(removed)}")
+        if kind != "message":  # message templates are long; their count says enough
+            lines.extend(f"  + {key}" for key in sorted(added))
+            lines.extend(f"  - {key}" for key in sorted(removed))
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # CLI
 # --------------------------------------------------------------------------------------------------------------------
@@ -484,7 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--diff",
         nargs=3,
         metavar=("PACKAGE", "OLD", "NEW"),
-        help="print what changed between two versions stored in --output, then exit",
+        help="print what changed between two stored versions (pins, or releases of the release history), then exit",
     )
     return parser
 

@@ -767,6 +767,9 @@ def _blockquote_line(
         if not rest:
             doc.spans.append(InlineSpan(text, number, section, "message", marker, marker_line))
             return
+        if claim_scopes.is_scope_only(rest):  # ``> `message` (TRL ≥ 1.14)``: a scoped upstream message
+            doc.spans.append(InlineSpan(text, number, section, "message", marker, marker_line))
+            return
         if rest.startswith("(") and rest.endswith(")"):
             role = "cited" if CITATION_RE.search(rest) else "uncited"
             doc.spans.append(InlineSpan(text, number, section, role, marker, marker_line))
