@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerate ``tests/facts/upstream_facts.json`` from the pinned upstream releases.
+"""Regenerate ``tests/facts/upstream_facts.json`` from the pinned upstream releases, and
+``tests/facts/release_history.json`` from every release in ``HISTORY``.
 
     python3 tools/refresh_upstream_facts.py                      # download what is missing, extract, write
     python3 tools/refresh_upstream_facts.py --wheel-dir DIR      # use (and fill) another archive cache
@@ -13,7 +14,9 @@ version, and its Python sources are read as text and AST straight from the archi
 never needed. The output is deterministic: sorted keys, no timestamps, so a rerun writes the same bytes.
 
 Needs Python 3.11+ (the upstream sources use 3.10+ syntax) and PyYAML; 3.11, 3.12 and 3.13 write identical files.
-To move to a new release, edit ``PINS``.
+To move to a new release, edit ``PINS`` (releases the text is checked against) and ``HISTORY`` (releases whose
+facts are indexed for the scope checks); see README "Moving the bundle to a new TRL or vLLM release". History
+releases are indexed one at a time into ``<wheel dir>/../history/`` and large wheels are deleted once indexed.
 """
 
 from __future__ import annotations
@@ -500,7 +503,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="facts file to write")
     parser.add_argument("--offline", action="store_true", help="never download; every archive must be cached")
     parser.add_argument(
-        "--check", action="store_true", help="do not write; exit 1 if the regenerated text differs from --output"
+        "--check",
+        action="store_true",
+        help=f"do not write; exit 1 if --output or the {HISTORY_OUTPUT_NAME} beside it is stale",
     )
     parser.add_argument(
         "--accept-new-hashes",
