@@ -289,3 +289,9 @@ def test_a_message_quoted_in_prose_across_lines_is_checked(tmp_path: Path) -> No
     (failure,) = _scope_failures(tmp_path, text)
     assert failure.line == 3 and "it holds in TRL 0.25–1.10" in failure.format()
     assert _scope_failures(tmp_path, text.replace("at start-up", "at start-up (TRL 0.25–1.10)")) == []
+
+
+def test_cli_lists_each_scope_checked_claim(capsys) -> None:
+    assert sc.main(["--root", str(FIXTURES), str(FIXTURES / "good.md"), "--allowlist", "", "--scopes"]) == 0
+    out = capsys.readouterr().out
+    assert "good.md:" in out and "[flag] --enable-scale-out stated for TRL 1.14–1.16; holds in TRL 1.14–1.16" in out

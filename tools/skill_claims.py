@@ -1836,6 +1836,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--facts", type=Path, default=DEFAULT_FACTS, help="facts file")
     parser.add_argument("--allowlist", type=Path, default=DEFAULT_ALLOWLIST, help="allow-list file")
     parser.add_argument("--claims", action="store_true", help="print every claim found instead of failures")
+    parser.add_argument(
+        "--scopes",
+        action="store_true",
+        help="print each scope-checked claim with the releases it is stated for and where it holds",
+    )
     return parser
 
 
@@ -1850,6 +1855,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.claims:
         for path, line, kind, identifier in checker.claims:
             print(f"{path}:{line}: [{kind}] {identifier}")
+        return 0
+    if args.scopes and checker.history is not None:
+        history = checker.history
+        for path, item in checker.resolved:
+            stated = history.label(item.package, item.scope)
+            holds = history.label(item.package, history.mask_indices(item.package, item.mask))
+            claim = _shorten(item.identifier, 80)
+            print(f"{path}:{item.line}: [{item.kind}] {claim} stated for {stated}; holds in {holds}")
         return 0
     problems = list(checker.allowlist.problems)
     if not args.files:
