@@ -209,13 +209,40 @@ def test_a_removed_env_var_scoped_past_its_last_release_fails(tmp_path: Path, fo
     assert _scope_failures(tmp_path, text.replace("1.12", "1.10")) == []
 
 
+def test_a_scope_after_the_quote_on_its_line_scopes_it(tmp_path: Path) -> None:
+    text = f"# T\n\n{DEV_ENDPOINTS} (TRL ≥ 1.11)\n" + WINDOW
+    failures, _ = sc.check_paths([_write(tmp_path, text)], root=tmp_path, allowlist_path=None)
+    assert [(f.line, f.kind) for f in failures] == [(3, "scope")], [f.format() for f in failures]
+    fixed = text.replace("TRL ≥ 1.11", "TRL 1.16")
+    assert sc.check_paths([_write(tmp_path, fixed)], root=tmp_path, allowlist_path=None)[0] == []
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "doc.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
 def test_a_scope_only_blockquote_line_scopes_the_quote_under_it(tmp_path: Path) -> None:
     text = f"# T\n\n> TRL 1.11–1.16:\n{DEV_ENDPOINTS}\n" + WINDOW
     (failure,) = _scope_failures(tmp_path, text)
     assert failure.line == 4
 
 
-def test_vllm_scopes_check_vllm_facts(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "form",
+    [
+        "vLLM ≥ 0.20",
+        "vLLM >= 0.20",
+        "vLLM 0.20+",
+        "since vLLM 0.20",
+        "from vLLM 0.20",
+        "vLLM 0.20–0.31",
+        "vLLM 0.20-0.31",
+        "vLLM 0.20 to 0.31",
+    ],
+)
+def test_vllm_scopes_check_vllm_facts_in_every_form(tmp_path: Path, form: str) -> None:
     history = cs.History.load(HISTORY_PATH)
     table = history.facts["vllm"]["flag"]
     first_22 = history.index_of("vllm", (0, 22))
@@ -226,10 +253,10 @@ def test_vllm_scopes_check_vllm_facts(tmp_path: Path) -> None:
     )
     assert newer, "no vllm serve flag first appears in 0.22"
     flag = newer[0]
-    bad = f"# T\n\n- `vllm serve {flag} x` works on vLLM ≥ 0.20.\n" + WINDOW
+    bad = f"# T\n\n- `vllm serve {flag} x` works on {form}.\n" + WINDOW
     failures = [f for f in _scope_failures(tmp_path, bad) if f.kind == "scope"]
-    assert failures and "vLLM 0.22" in failures[0].format()
-    assert _scope_failures(tmp_path, bad.replace("vLLM ≥ 0.20", "vLLM ≥ 0.22")) == []
+    assert failures and "it holds in vLLM 0.22" in failures[0].format(), [f.format() for f in failures]
+    assert _scope_failures(tmp_path, bad.replace("0.20", "0.22")) == []
 
 
 def test_a_file_without_a_window_is_checked_against_the_baseline_release(tmp_path: Path) -> None:
@@ -262,3 +289,9 @@ def test_a_message_quoted_in_prose_across_lines_is_checked(tmp_path: Path) -> No
     (failure,) = _scope_failures(tmp_path, text)
     assert failure.line == 3 and "it holds in TRL 0.25–1.10" in failure.format()
     assert _scope_failures(tmp_path, text.replace("at start-up", "at start-up (TRL 0.25–1.10)")) == []
+
+
+def test_cli_lists_each_scope_checked_claim(capsys) -> None:
+    assert sc.main(["--root", str(FIXTURES), str(FIXTURES / "good.md"), "--allowlist", "", "--scopes"]) == 0
+    out = capsys.readouterr().out
+    assert "good.md:" in out and "[flag] --enable-scale-out stated for TRL 1.14–1.16; holds in TRL 1.14–1.16" in out

@@ -98,3 +98,12 @@ def test_history_vllm_releases_cover_every_minor_the_trl_extras_accept() -> None
 def test_committed_facts_stay_within_budget() -> None:
     total = sum(p.stat().st_size for p in (REPO_ROOT / "tests" / "facts").iterdir())
     assert total < 6 * 1024 * 1024, total
+
+
+def test_diff_reads_releases_of_the_history_too(capsys) -> None:
+    assert refresh.main(["--diff", "trl", "1.15.0", "1.16.0"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("trl 1.15.0 -> 1.16.0 (release history)")
+    assert '  + vllm<=0.31.0,>=0.22.0; extra == "vllm"' in out
+    assert '  - vllm<=0.31.0,>=0.21.0; extra == "vllm"' in out
+    assert refresh.main(["--diff", "trl", "1.15.0", "9.9.9"]) == 2

@@ -125,6 +125,7 @@ class History:
         self._message_index: Dict[str, Dict[str, List[int]]] = {}
         self.requires: Dict[str, Dict[str, List[str]]] = {}
         self._mask_cache: Dict[Tuple[str, str], int] = {}
+        self._share_cache: Dict[Tuple[str, str], float] = {}
         for package, entry in data.get("packages", {}).items():  # type: ignore[union-attr]
             versions = [r["version"] for r in entry["releases"]]
             self.releases[package] = versions
@@ -256,14 +257,22 @@ class History:
         flat = " ".join(quote.split())
         literal = flat.strip("…").strip()
         mask = 0
+        best = 0
         for i in sorted(i for i, n in counts.items() if n >= needed):
             template, bits = templates[i]
-            if not bits & ~mask:
+            if not bits & ~mask and counts[i] <= best:
                 continue
             if ("…" not in literal and literal in " ".join(template.split())) or matcher(quote, template):
                 mask |= bits
+                best = max(best, counts[i])
         self._mask_cache[key] = mask
+        self._share_cache[key] = best / max(len(words), 1)
         return mask
+
+    def message_share(self, package: str, quote: str) -> float:
+        """The share of the quote's words that the best matching template of ``package`` holds (after
+        :meth:`message_mask`): a generic template (``{} does not support {} with …``) matches with a low share."""
+        return self._share_cache.get((package, quote), 0.0)
 
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z_]{3,}")
@@ -620,6 +629,11 @@ def fact_masks(history: History, kind: str, identifier: str, matcher: Callable[[
             mask = 0
         if mask:
             out[package] = mask
+    if kind == "message" and len(out) > 1:
+        # A quote matched by one package's own message and another's generic template belongs to the first.
+        shares = {p: history.message_share(p, identifier) for p in out}
+        top = max(shares.values())
+        out = {p: m for p, m in out.items() if shares[p] >= 0.8 * top}
     return out
 
 

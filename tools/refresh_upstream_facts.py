@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Regenerate ``tests/facts/upstream_facts.json`` from the pinned upstream releases.
+"""Regenerate ``tests/facts/upstream_facts.json`` from the pinned upstream releases, and
+``tests/facts/release_history.json`` from every release in ``HISTORY``.
 
     python3 tools/refresh_upstream_facts.py                      # download what is missing, extract, write
     python3 tools/refresh_upstream_facts.py --wheel-dir DIR      # use (and fill) another archive cache
     python3 tools/refresh_upstream_facts.py --check              # exit 1 if the committed file is stale
     python3 tools/refresh_upstream_facts.py --diff vllm 0.31.0 0.33.0   # what changed between two pinned releases
+    python3 tools/refresh_upstream_facts.py --diff trl 1.14.2 1.16.0    # ... or two releases of the release history
 
 Each pinned release is fetched with ``pip download --no-deps`` (wheels for Linux x86-64; DeepSpeed ships only an
 sdist) into a cache folder, its sha256 is checked against the one the committed facts file recorded for that same
@@ -12,7 +14,9 @@ version, and its Python sources are read as text and AST straight from the archi
 never needed. The output is deterministic: sorted keys, no timestamps, so a rerun writes the same bytes.
 
 Needs Python 3.11+ (the upstream sources use 3.10+ syntax) and PyYAML; 3.11, 3.12 and 3.13 write identical files.
-To move to a new release, edit ``PINS``.
+To move to a new release, edit ``PINS`` (releases the text is checked against) and ``HISTORY`` (releases whose
+facts are indexed for the scope checks); see README "Moving the bundle to a new TRL or vLLM release". History
+releases are indexed one at a time into ``<wheel dir>/../history/`` and large wheels are deleted once indexed.
 """
 
 from __future__ import annotations
@@ -428,6 +432,9 @@ def version_diff(facts_path: Path, package: str, old: str, new: str) -> str:
     from skill_claims import Facts  # the checker's loader applies the deltas
 
     facts = Facts.load(facts_path)
+    stored = facts.data["packages"].get(package, {}).get("versions", {})
+    if old not in stored or new not in stored:
+        return history_diff(facts_path.parent / HISTORY_OUTPUT_NAME, package, old, new)
     a = facts.version_facts(package, old)
     b = facts.version_facts(package, new)
     lines: List[str] = [f"{package} {old} -> {new}"]
@@ -460,6 +467,29 @@ def version_diff(facts_path: Path, package: str, old: str, new: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def history_diff(history_path: Path, package: str, old: str, new: str) -> str:
+    """What changed between two releases of the release history (for releases that are not pins)."""
+    data = json.loads(history_path.read_text(encoding="utf-8"))
+    entry = data["packages"][package]
+    versions = [r["version"] for r in entry["releases"]]
+    if old not in versions or new not in versions:
+        raise KeyError(f"{package} {old} or {new} is neither a pin nor in {history_path.name}")
+    i, j = versions.index(old), versions.index(new)
+    lines = [f"{package} {old} -> {new} (release history)"]
+    for kind in sorted(entry["facts"]):
+        added, removed = [], []
+        for bits, keys in entry["facts"][kind].items():
+            if bits[j] == "1" and bits[i] == "0":
+                added += keys
+            elif bits[i] == "1" and bits[j] == "0":
+                removed += keys
+        lines.append(f"{kind}: +{len(added)} -{len(removed)}")
+        if kind != "message":  # message templates are long; their count says enough
+            lines.extend(f"  + {key}" for key in sorted(added))
+            lines.extend(f"  - {key}" for key in sorted(removed))
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # CLI
 # --------------------------------------------------------------------------------------------------------------------
@@ -473,7 +503,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="facts file to write")
     parser.add_argument("--offline", action="store_true", help="never download; every archive must be cached")
     parser.add_argument(
-        "--check", action="store_true", help="do not write; exit 1 if the regenerated text differs from --output"
+        "--check",
+        action="store_true",
+        help=f"do not write; exit 1 if --output or the {HISTORY_OUTPUT_NAME} beside it is stale",
     )
     parser.add_argument(
         "--accept-new-hashes",
@@ -484,7 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--diff",
         nargs=3,
         metavar=("PACKAGE", "OLD", "NEW"),
-        help="print what changed between two versions stored in --output, then exit",
+        help="print what changed between two stored versions (pins, or releases of the release history), then exit",
     )
     return parser
 

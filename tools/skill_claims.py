@@ -767,6 +767,9 @@ def _blockquote_line(
         if not rest:
             doc.spans.append(InlineSpan(text, number, section, "message", marker, marker_line))
             return
+        if claim_scopes.is_scope_only(rest):  # ``> `message` (TRL ≥ 1.14)``: a scoped upstream message
+            doc.spans.append(InlineSpan(text, number, section, "message", marker, marker_line))
+            return
         if rest.startswith("(") and rest.endswith(")"):
             role = "cited" if CITATION_RE.search(rest) else "uncited"
             doc.spans.append(InlineSpan(text, number, section, role, marker, marker_line))
@@ -1833,6 +1836,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--facts", type=Path, default=DEFAULT_FACTS, help="facts file")
     parser.add_argument("--allowlist", type=Path, default=DEFAULT_ALLOWLIST, help="allow-list file")
     parser.add_argument("--claims", action="store_true", help="print every claim found instead of failures")
+    parser.add_argument(
+        "--scopes",
+        action="store_true",
+        help="print each scope-checked claim with the releases it is stated for and where it holds",
+    )
     return parser
 
 
@@ -1847,6 +1855,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.claims:
         for path, line, kind, identifier in checker.claims:
             print(f"{path}:{line}: [{kind}] {identifier}")
+        return 0
+    if args.scopes and checker.history is not None:
+        history = checker.history
+        for path, item in checker.resolved:
+            stated = history.label(item.package, item.scope)
+            holds = history.label(item.package, history.mask_indices(item.package, item.mask))
+            claim = _shorten(item.identifier, 80)
+            print(f"{path}:{item.line}: [{item.kind}] {claim} stated for {stated}; holds in {holds}")
         return 0
     problems = list(checker.allowlist.problems)
     if not args.files:
