@@ -7,6 +7,8 @@ has its own hostname, ``/sys/class/net`` and ``/sys/class/infiniband``.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
@@ -21,6 +23,7 @@ from diagnostic_helpers import (
     add_dist,
     add_stack,
     add_torch,
+    add_trl,
     base_env,
     fake_nvidia_smi,
     run_script,
@@ -99,7 +102,7 @@ class NodeSpec:
     main_process_ip: str = "10.0.0.1"
     distributed_type: str = "FSDP"
     torch_cuda: str = "12.8"
-    torch_version: str = "2.13.0+cu128"
+    torch_version: str = "2.13.0"
     nccl: Optional[str] = "2.27.3"
     trl_fixture: Optional[str] = None
     extra_dists: Sequence[Tuple[str, str]] = ()
@@ -121,10 +124,14 @@ def collect_node(tmp: Path, spec: NodeSpec, name: Optional[str] = None) -> Path:
     base = tmp / name
     site = base / "site"
     add_stack(site, torch_cuda=spec.torch_cuda)
-    if spec.torch_version != "2.13.0+cu128":
+    if spec.torch_version != "2.13.0":
         for old in site.glob("torch-*.dist-info"):
             shutil.rmtree(old)
         add_torch(site, version=spec.torch_version, cuda=spec.torch_cuda)
+    if spec.trl_fixture:
+        for old in site.glob("trl-*.dist-info"):
+            shutil.rmtree(old)
+        add_trl(site, fixture=spec.trl_fixture)
     if spec.nccl:
         add_dist(site, "nvidia-nccl-cu12", spec.nccl, modules=["nvidia"])
     for dist, version in spec.extra_dists:
@@ -168,9 +175,14 @@ def run_compare(args: Sequence[str], stdin: Optional[str] = None, timeout: float
 
 
 def compare_json(paths: Sequence[Path], *extra: str) -> dict:
-    done = run_compare(["--json", *extra, *map(str, paths)])
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    """compare_nodes.main in this process (the CLI itself is exercised by run_compare)."""
+    import compare_nodes
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = compare_nodes.main(["--json", *extra, *map(str, paths)])
+    assert code == 0, err.getvalue()
+    return json.loads(out.getvalue())
 
 
 def codes(result: dict, severity: Optional[str] = None) -> List[str]:
