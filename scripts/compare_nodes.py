@@ -518,7 +518,20 @@ def rule_accelerate(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) ->
             )
     ranks = group_values(with_config, lambda n: config_fields(n).get("machine_rank"))
     repeated = [g for g in ranks if len(g["nodes"]) > 1]
-    if repeated:
+    if repeated and len(ranks) == 1:
+        findings.append(
+            new_finding(
+                "warning",
+                "shared_config_machine_rank",
+                "accelerate.machine_rank",
+                repeated,
+                "every node's config says the same machine_rank: one shared config file, so the rank must come from "
+                "the launch line",
+                "pass --machine_rank per node on the launch line (e.g. $SLURM_NODEID); without it the rendezvous "
+                "waits for ranks that never come",
+            )
+        )
+    elif repeated:
         findings.append(
             new_finding(
                 "blocking",

@@ -176,6 +176,14 @@ def test_mixed_gpus_are_a_warning_without_sharding(tmp_path: Path) -> None:
     assert "slowest GPU" in item["message"]
 
 
+def test_one_shared_config_file_warns_about_machine_rank(tmp_path: Path) -> None:
+    nodes = [collect_node(tmp_path, spec(rank, machine_rank=0, num_machines=2, num_processes=8)) for rank in (0, 1)]
+    result = compare_json(nodes)
+    assert codes(result) == ["shared_config_machine_rank"]
+    item = finding(result, "shared_config_machine_rank")
+    assert item["severity"] == "warning" and "--machine_rank" in item["fix"]
+
+
 def test_too_few_gpus_for_num_processes(baseline: List[Path], tmp_path: Path) -> None:
     nodes = planted(baseline, tmp_path, env={**BASE_ENV, "NODE_RANK": "2", "CUDA_VISIBLE_DEVICES": "0,1"})
     item = finding(compare_json(nodes), "too_few_gpus_for_processes")
