@@ -147,9 +147,17 @@ def check_report(source: str, value: Any) -> Dict[str, Any]:
             f"{source}: the report has no node facts (written by an older check_optional_backends.py); "
             "collect it again with this bundle's check_optional_backends.py"
         )
-    for key in ("packages", "python", "torch_build", "accelerators", "launch", "findings"):
-        if key not in value:
-            raise InputError(f"{source}: the report lacks {key!r}; is it a complete check_optional_backends.py --json?")
+    expected = {"packages": dict, "python": dict, "torch_build": dict, "accelerators": dict, "launch": dict}
+    expected["findings"] = list
+    for key, kind in expected.items():
+        if not isinstance(value.get(key), kind):
+            raise InputError(
+                f"{source}: {key!r} is missing or not a JSON {'object' if kind is dict else 'array'}; "
+                "is it a complete check_optional_backends.py --json report?"
+            )
+    for key in ("nccl", "network", "infiniband", "env", "accelerate"):
+        if not isinstance(value["node"].get(key), dict):
+            raise InputError(f"{source}: node.{key} is missing or not a JSON object; collect the report again")
     return value
 
 
@@ -902,7 +910,14 @@ def main(argv: Optional[Sequence[str]] = None, stdin: Any = None) -> int:
         parser.print_usage(sys.stderr)
         sys.stderr.write(f"{parser.prog}: error: need reports from at least two nodes, got {len(nodes)}\n")
         return 2
-    result = compare(nodes)
+    try:
+        result = compare(nodes)
+    except (AttributeError, KeyError, TypeError, ValueError) as error:  # a hand-edited or truncated report
+        sys.stderr.write(
+            f"{parser.prog}: error: a report does not have the structure check_optional_backends.py --json writes "
+            f"({type(error).__name__}: {error}); collect it again\n"
+        )
+        return 2
     output = json.dumps(result, indent=2) + "\n" if args.json else render_text(result)
     try:
         sys.stdout.write(output)

@@ -352,6 +352,16 @@ def test_schema_version_and_missing_node_facts_are_named(baseline: List[Path], t
     assert "has no node facts (written by an older check_optional_backends.py)" in done.stderr
 
 
+def test_reports_with_the_wrong_shape_are_errors_not_tracebacks(baseline: List[Path], tmp_path: Path) -> None:
+    report = json.loads(baseline[1].read_text(encoding="utf-8"))
+    for damage in ({"packages": []}, {"node": {**report["node"], "env": "x"}}, {"accelerators": None}):
+        broken = tmp_path / "broken.json"
+        broken.write_text(json.dumps({**report, **damage}), encoding="utf-8")
+        done = run_compare([str(baseline[0]), str(broken)])
+        assert done.returncode == 2, (damage, done.stdout)
+        assert "Traceback" not in done.stderr and "error:" in done.stderr
+
+
 def test_usage_errors(baseline: List[Path], tmp_path: Path) -> None:
     assert run_compare([str(baseline[0])]).returncode == 2  # one node is not a comparison
     assert run_compare([]).returncode == 2
