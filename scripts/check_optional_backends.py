@@ -10,7 +10,8 @@ Facts are gathered by small functions, judged by separate rule functions, and pr
 (text or ``--json``). Standard library only; ``packaging`` and PyYAML are used when present.
 
 This file is the command line; the work lives in the sibling ``diag_*`` modules (one per section:
-packages, builds, compat, gpus, launch, interpreter, probes, rules, crosschecks, render, report).
+packages, builds, compat, gpus, launch, interpreter, interpreter_hint, probes, rules, crosschecks, render,
+report).
 """
 
 from __future__ import annotations

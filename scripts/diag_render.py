@@ -36,6 +36,8 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
         f"{TOOL} (schema {report['schema_version']}) | Python {py['version']} {py['kind']} {py['executable']} | "
         f"{plat['platform']} | {report['elapsed_seconds']:.2f} s"
     )
+    if (report.get("interpreter") or {}).get("message"):
+        lines.append(f"Interpreter: {report['interpreter']['message']}")
     packages = report["packages"]
     installed = [pid for pid in STACK_IDS if packages[pid]["installed"]]
     missing = [pid for pid in STACK_IDS if not packages[pid]["installed"]]

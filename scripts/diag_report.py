@@ -14,6 +14,7 @@ from diag_compat import compatibility
 from diag_crosschecks import environment_findings
 from diag_gpus import DEFAULT_SMI_TIMEOUT, gather_accelerators
 from diag_interpreter import platform_facts, python_facts
+from diag_interpreter_hint import gather_interpreter_facts, interpreter_hint_json, judge_interpreter
 from diag_launch import accelerate_config_path, gather_env, read_accelerate_config
 from diag_network import DEFAULT_NETWORK_TIMEOUT, network_findings, probe_network
 from diag_node import gather_node, node_findings
@@ -45,6 +46,8 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
         "packages": packages,
         "torch_build": build,
     }
+    interpreter = gather_interpreter_facts(packages["torch"]["installed"], environ=env)
+    report["interpreter"] = interpreter_hint_json(interpreter, judge_interpreter(interpreter))
     report["compatibility"] = compatibility(packages, chosen, findings)
     report["accelerators"] = gather_accelerators(env, smi_timeout)
     config_path = args.accelerate_config or accelerate_config_path(env)

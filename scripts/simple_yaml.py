@@ -16,6 +16,8 @@ import datetime
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from safe_values import InvalidValue, check_tree
+
 __all__ = ["YamlError", "load", "parse", "pyyaml_available"]
 
 _INSTALL_HINT = "not supported by the built-in parser; install PyYAML"
@@ -40,20 +42,39 @@ def pyyaml_available() -> bool:
     return True
 
 
-def load(text: str, prefer_pyyaml: bool = True) -> Tuple[Any, str]:
+MAX_YAML_BYTES = 256 * 1024  # an Accelerate or TRL config is a few kB; PyYAML's pure-Python reader needs ~2 s here
+MAX_YAML_NODES = 100_000  # values after aliases are expanded: an alias bomb stops here, not in the caller
+
+
+def load(
+    text: str, prefer_pyyaml: bool = True, max_bytes: int = MAX_YAML_BYTES, max_nodes: int = MAX_YAML_NODES
+) -> Tuple[Any, str]:
     """Parse one YAML document; return (data, ``"pyyaml"`` or ``"builtin"``). Raises ``YamlError``.
 
-    PyYAML's ``safe_load`` is used when ``prefer_pyyaml`` and it is importable; its exception stays reachable as the
-    ``YamlError``'s ``__cause__``.
+    PyYAML's ``safe_load`` (its C loader when built) is used when ``prefer_pyyaml`` and it is importable; its
+    exception stays reachable as the ``YamlError``'s ``__cause__``. A document over ``max_bytes`` characters, or
+    one whose values exceed ``max_nodes`` once aliases are expanded, or nest deeper than 64 levels, is refused.
     """
+    if len(text) > max_bytes:
+        raise YamlError(f"the document is larger than {max_bytes:,} characters")
+    data, parser = _load_unchecked(text, prefer_pyyaml)
+    try:
+        check_tree(data, "the document", max_nodes=max_nodes)
+    except InvalidValue as error:
+        raise YamlError(str(error), None, parser) from None
+    return data, parser
+
+
+def _load_unchecked(text: str, prefer_pyyaml: bool) -> Tuple[Any, str]:
     if prefer_pyyaml:
         try:
             import yaml  # type: ignore[import-untyped]
         except ImportError:
             pass
         else:
+            loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
             try:
-                return yaml.safe_load(text), "pyyaml"
+                return yaml.load(text, Loader=loader), "pyyaml"
             except (yaml.YAMLError, ValueError, RecursionError) as error:  # ValueError: e.g. a date 2024-13-01
                 mark = getattr(error, "problem_mark", None)
                 lines = str(error).splitlines()

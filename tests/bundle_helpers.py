@@ -25,8 +25,8 @@ import yaml
 
 ROOT_SKILL_NAME = "scaling-and-backends"
 SUB_SKILLS = ("backend-selection", "vllm-reference", "troubleshooting")
-INSTALLED_UNIT = ("SKILL.md", "LICENSE", *SUB_SKILLS, "scripts")
-DEV_ENTRIES = (".ci", ".gitignore", "README.md", "pyproject.toml", "tests", "tools")
+INSTALLED_UNIT = ("SKILL.md", "LICENSE", "agents", *SUB_SKILLS, "scripts")
+DEV_ENTRIES = (".ci", ".claude-plugin", ".gitignore", "CHANGELOG.md", "README.md", "pyproject.toml", "tests", "tools")
 ALLOWED_TOP_LEVEL = frozenset(INSTALLED_UNIT + DEV_ENTRIES)
 # Skipped by the directory walk used outside a git checkout: VCS data, environments, caches, build output.
 WALK_SKIP_NAMES = frozenset({".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", "build", "dist"})
@@ -36,6 +36,7 @@ WALK_SKIP_SUFFIXES = (".egg-info", ".pyc")
 
 FRONTMATTER_KEYS = frozenset({"name", "description", "disable-model-invocation", "metadata", "license"})
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
 MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 500
 LICENSE_ID = "Apache-2.0"
@@ -357,6 +358,26 @@ def _metadata_problems(metadata: object) -> list[str]:
     return problems
 
 
+def frontmatter_version(text: str) -> Optional[str]:
+    """``metadata.version`` of a ``SKILL.md`` (the release number; only the root carries it), or None."""
+    raw = split_frontmatter(text)
+    try:
+        data = yaml.safe_load("\n".join(raw)) if raw is not None else None
+    except yaml.YAMLError:
+        return None
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    version = metadata.get("version") if isinstance(metadata, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def root_version_problems(text: str) -> list[str]:
+    """The root ``SKILL.md`` carries the release number as ``metadata.version``, MAJOR.MINOR.PATCH."""
+    version = frontmatter_version(text)
+    if version is None or not VERSION_RE.match(version):
+        return [f"metadata.version must be a MAJOR.MINOR.PATCH string, got {version!r}"]
+    return []
+
+
 def frontmatter_name(text: str) -> Optional[str]:
     raw = split_frontmatter(text)
     try:
@@ -377,6 +398,8 @@ def check_frontmatter(root: Path) -> list[str]:
             continue
         text = (root / relative).read_text(encoding="utf-8")
         problems += [f"{relative}: {problem}" for problem in frontmatter_problems(text, expected_name)]
+        if relative == "SKILL.md":
+            problems += [f"{relative}: {problem}" for problem in root_version_problems(text)]
         name = frontmatter_name(text)
         if name is not None and name in owners:
             problems.append(f"{relative}: name {name!r} is already used by {owners[name]}")

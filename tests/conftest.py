@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+
+sys.dont_write_bytecode = True  # importing the shipped scripts must not leave __pycache__ in scripts/
+
+from pathlib import Path  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS_DIR = REPO_ROOT / "scripts"

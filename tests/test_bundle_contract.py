@@ -1,10 +1,10 @@
 """Bundle contract: the installed skill unit is well-formed, small, portable and free of drifting facts.
 
-The installed unit is the root ``SKILL.md``, ``LICENSE``, ``backend-selection/``, ``vllm-reference/``,
-``troubleshooting/`` and ``scripts/``. Skill Markdown files are the root ``SKILL.md`` and every ``.md`` file inside
-a sub-skill folder (its ``SKILL.md`` and its reference files). Each rule is a ``check_*`` function in
-``tests/bundle_helpers.py`` that takes a bundle root and returns a list of problems; the same functions run on the
-real repository (which must give no problem) and on fixture bundles (a good one under
+The installed unit is the root ``SKILL.md``, ``LICENSE``, ``agents/`` (Codex metadata), ``backend-selection/``,
+``vllm-reference/``, ``troubleshooting/`` and ``scripts/``. Skill Markdown files are the root ``SKILL.md`` and
+every ``.md`` file inside a sub-skill folder (its ``SKILL.md`` and its reference files). Each rule is a
+``check_*`` function in ``tests/bundle_helpers.py`` that takes a bundle root and returns a list of problems; the
+same functions run on the real repository (which must give no problem) and on fixture bundles (a good one under
 ``tests/fixtures/bundle/scaling-and-backends/`` and broken copies of it made in ``tmp_path``).
 
 Rules:
@@ -12,15 +12,17 @@ Rules:
 - Layout: the installed unit's entries exist (exact case), hold no symbolic links, ``SKILL.md`` files sit only at
   the root and directly in a sub-skill folder, and Markdown elsewhere in the unit is not allowed. The repository's
   top-level entries (``git ls-files``, tracked plus untracked-not-ignored, in a checkout; a walk otherwise) are the
-  installed unit plus ``.ci``, ``.gitignore``, ``README.md``, ``pyproject.toml``, ``tests`` and ``tools``.
+  installed unit plus ``.ci``, ``.claude-plugin``, ``.gitignore``, ``CHANGELOG.md``, ``README.md``,
+  ``pyproject.toml``, ``tests`` and ``tools``.
 - Frontmatter of every ``SKILL.md`` (``yaml.safe_load``, repeated keys rejected): exactly the keys ``name``,
   ``description``, ``disable-model-invocation``, ``metadata`` and ``license``. ``name`` matches
   ``^[a-z0-9]+(-[a-z0-9]+)*$``, has at most 64 characters, is ``scaling-and-backends`` at the root and the folder
   name in a sub-skill, and is unique. ``description`` is written as a double-quoted scalar (its line starts with
   ``description: "``; it may continue over several lines), is a non-empty string of at most 500 characters and has
   no angle brackets. ``disable-model-invocation`` is the boolean ``true`` (not the string). ``metadata`` maps
-  strings to strings and has ``disco-role: operating``. ``license`` is ``Apache-2.0`` and the root ``LICENSE`` file
-  holds the Apache License 2.0 text.
+  strings to strings and has ``disco-role: operating``; the root's ``metadata.version`` is the release number
+  (MAJOR.MINOR.PATCH, kept equal to the other copies by ``tests/test_install.py``). ``license`` is ``Apache-2.0``
+  and the root ``LICENSE`` file holds the Apache License 2.0 text.
 - Spec validator: skills-ref 0.1.1 (Python API, Python 3.11+; skipped with a reason elsewhere) runs on a copy of
   each skill at ``<tmp>/<name>/`` (the root's copy is the installed unit). ``validate()`` must return exactly the
   one known error for the ``disable-model-invocation`` extension field, and ``validate_metadata()`` on the parsed
@@ -279,6 +281,12 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
         ("vllm-reference/SKILL.md: metadata.disco-role must be 'operating', got 'advisory'",),
     ),
     (
+        "root-version-not-semver",
+        lambda r: _replace(r, "SKILL.md", 'version: "1.2.3"', 'version: "1.2"'),
+        "frontmatter",
+        ("SKILL.md: metadata.version must be a MAJOR.MINOR.PATCH string, got '1.2'",),
+    ),
+    (
         "metadata-number",
         lambda r: _replace(
             r, "vllm-reference/SKILL.md", "disco-role: operating\n", "disco-role: operating\n  rev: 1.0\n"
@@ -303,7 +311,7 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
         "link-wrong-case",
         lambda r: _replace(r, "SKILL.md", "(backend-selection/SKILL.md)", "(Backend-Selection/SKILL.md)"),
         "links",
-        ("SKILL.md:15: broken link (Backend-Selection/SKILL.md)", "case-sensitive"),
+        ("SKILL.md:16: broken link (Backend-Selection/SKILL.md)", "case-sensitive"),
     ),
     (
         "link-file-wrong-case",
@@ -404,7 +412,7 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
         "version-after-the-section",
         lambda r: _replace(r, "SKILL.md", "Ask before starting a server.", "Ask before starting vLLM 0.31 servers."),
         "time_sensitive",
-        ("SKILL.md:35: time-sensitive package version 'vLLM 0.31'",),
+        ("SKILL.md:36: time-sensitive package version 'vLLM 0.31'",),
     ),
     (
         "missing-version-section",

@@ -1,4 +1,7 @@
-"""plan_training.py: parameter counts, DeepSpeed estimator formulas, the FSDP+QLoRA 70B case, GPU splits, bad input."""
+"""plan_training.py end to end: the FSDP+QLoRA 70B case, GPU splits, templates, bad input, the script as a process.
+
+Unit tests of the sibling modules mirror them: tests/test_plan_model.py, tests/test_plan_memory.py.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import plan_memory
+import plan_model
 import plan_training as pt
 from conftest import REPO_ROOT, SCRIPTS_DIR
 
@@ -25,173 +30,9 @@ def run_json(capsys, *argv: str) -> tuple:
     return code, json.loads(out)
 
 
-def fixture_facts(name: str) -> pt.ModelFacts:
+def fixture_facts(name: str) -> plan_model.ModelFacts:
     path = MODEL_DIR / name / "config.json"
-    return pt.facts_from_config(json.loads(path.read_text()), str(path))
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Parameter counts from config.json fixtures vs published totals
-# ---------------------------------------------------------------------------------------------------------------
-
-FIXTURES = sorted(p.name for p in MODEL_DIR.iterdir() if (p / "config.json").is_file())
-
-
-def test_at_least_six_model_families_have_fixtures():
-    types = {json.loads((MODEL_DIR / n / "config.json").read_text())["model_type"] for n in FIXTURES}
-    assert len(FIXTURES) >= 6
-    assert {"llama", "qwen2", "qwen3", "mistral", "mixtral", "gemma", "phi3"} <= types
-
-
-@pytest.mark.parametrize("name", FIXTURES)
-def test_parameter_count_matches_published_total_within_1_percent(name):
-    source = json.loads((MODEL_DIR / name / "source.json").read_text())
-    facts = fixture_facts(name)
-    published = source["published_params"]
-    assert abs(facts.total - published) / published <= 0.01, (facts.total, published)
-    if "published_active_params" in source:
-        # Published active counts have one decimal (12.9B; 3.3B for Qwen3-30B-A3B, whose count is 3.35B).
-        assert facts.is_moe
-        assert abs(facts.active - source["published_active_params"]) < 0.1e9
-        assert facts.active < facts.total
-    if "published_non_embedding_params" in source:
-        non_embedding = facts.total - facts.embedding - facts.lm_head
-        assert abs(non_embedding - source["published_non_embedding_params"]) / non_embedding <= 0.01
-
-
-def test_exact_counts_for_well_known_dense_models():
-    # Hugging Face reports these exact totals for the published checkpoints.
-    assert fixture_facts("llama-3.1-8b").total == 8_030_261_248
-    assert fixture_facts("mistral-7b-v0.1").total == 7_241_732_096
-    assert fixture_facts("qwen2.5-7b").total == 7_615_616_512
-    assert fixture_facts("gemma-2b").total == 2_506_172_416
-    assert fixture_facts("phi-3-mini-4k").total == 3_821_079_552
-    assert fixture_facts("llama-3.1-70b").total == 70_553_706_496
-
-
-def test_tied_embeddings_are_counted_once_and_largest_module_follows_deepspeed():
-    qwen3 = fixture_facts("qwen3-0.6b")
-    assert qwen3.lm_head == 0 and qwen3.embedding == 151936 * 1024
-    # Mixtral's fused expert module (8 x 3 x 4096 x 14336) is larger than its embedding.
-    mixtral = fixture_facts("mixtral-8x7b-v0.1")
-    assert mixtral.largest_module == 8 * 3 * 4096 * 14336
-    # LoRA all-linear on an MoE model in transformers 5.x targets attention projections only.
-    trainable, modules = pt.lora_trainable(mixtral, 16, "all-linear")
-    assert modules == ["k_proj", "o_proj", "q_proj", "v_proj"]
-    assert trainable == 16 * 32 * ((4096 + 4096) * 2 + (4096 + 1024) * 2)
-
-
-def test_other_supported_families_count_like_their_published_totals():
-    # Phi-2 (LayerNorm with bias, fc1/fc2, biased lm_head): published 2.78B.
-    phi2 = {
-        "model_type": "phi",
-        "hidden_size": 2560,
-        "intermediate_size": 10240,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 32,
-        "vocab_size": 51200,
-        "tie_word_embeddings": False,
-    }
-    assert abs(pt.facts_from_config(phi2, "phi-2").total - 2.78e9) / 2.78e9 <= 0.01
-    # Qwen1.5-MoE-A2.7B (qwen2_moe, shared expert): published 14.3B total, 2.7B activated.
-    moe = {
-        "model_type": "qwen2_moe",
-        "hidden_size": 2048,
-        "intermediate_size": 5632,
-        "moe_intermediate_size": 1408,
-        "shared_expert_intermediate_size": 5632,
-        "num_experts": 60,
-        "num_experts_per_tok": 4,
-        "num_hidden_layers": 24,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 16,
-        "vocab_size": 151936,
-        "tie_word_embeddings": False,
-        "decoder_sparse_step": 1,
-        "mlp_only_layers": [],
-    }
-    facts = pt.facts_from_config(moe, "qwen1.5-moe")
-    assert abs(facts.total - 14.3e9) / 14.3e9 <= 0.01
-    assert abs(facts.active - 2.7e9) < 0.1e9
-
-
-def test_lora_trainable_formula_for_llama_8b():
-    facts = fixture_facts("llama-3.1-8b")
-    per_layer = (4096 + 4096) + (4096 + 1024) * 2 + (4096 + 4096) + (4096 + 14336) * 2 + (14336 + 4096)
-    assert pt.lora_trainable(facts, 16, "all-linear")[0] == 16 * per_layer * 32
-    assert pt.lora_trainable(facts, 8, "q_proj,v_proj")[0] == 8 * ((4096 + 4096) + (4096 + 1024)) * 32
-
-
-def test_reference_shapes_reproduce_published_totals():
-    published = {
-        "Qwen2.5-0.5B": 0.49e9,
-        "Qwen2.5-1.5B": 1.54e9,
-        "Qwen2.5-3B": 3.09e9,
-        "Qwen2.5-14B": 14.7e9,
-        "Qwen2.5-72B": 72.7e9,
-        "Llama-3.1-70B": 70.6e9,
-    }
-    for cfg in pt.REFERENCE_SHAPES:
-        facts = pt.facts_from_config(cfg, "reference")
-        if facts.name in published:
-            assert abs(facts.total - published[facts.name]) / published[facts.name] <= 0.01, facts.name
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("7B", 7_000_000_000),
-        ("0.5b", 500_000_000),
-        ("7e9", 7_000_000_000),
-        ("500M", 500_000_000),
-        ("70.6B", 70_600_000_000),
-    ],
-)
-def test_param_count_parsing(text, value):
-    assert pt.parse_param_count(text) == value
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# DeepSpeed estimator formulas (deepspeed 0.19.8, docs/code-docs/source/memory.rst published examples)
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def test_zero2_matches_deepspeed_published_example_3b_on_8_gpus():
-    # estimate_zero2_model_states_mem_needs_all_cold(total_params=2851e6, num_gpus_per_node=8, num_nodes=1)
-    cpu, gpu = pt.ds_zero2_model_states(int(2851e6), 8, 1, cpu_offload=True)
-    assert (round(cpu / GB, 2), round(gpu / GB, 2)) == (127.45, 5.31)
-    cpu, gpu = pt.ds_zero2_model_states(int(2851e6), 8, 1, cpu_offload=False)
-    # 0.19.8 code: 2P + 18P/N. memory.rst still prints 15.93GB here, which is its older text formula
-    # 4P + 16P/N; the planner follows the code of the pinned release.
-    assert (round(cpu / GB, 2), round(gpu / GB, 2)) == (127.45, 11.28)
-    assert round((4 * 2851e6 + 16 * 2851e6 / 8) / GB, 2) == 15.93
-
-
-@pytest.mark.parametrize(
-    ("offload", "offload_params", "zero_init", "cpu_gb", "gpu_gb"),
-    [
-        (True, True, True, 71.69, 0.12),
-        (True, True, False, 127.45, 0.12),
-        (True, False, True, 63.72, 0.78),
-        (True, False, False, 127.45, 0.78),
-        (False, False, True, 1.43, 6.09),
-        (False, False, False, 127.45, 6.09),
-    ],
-)
-def test_zero3_matches_deepspeed_published_example_3b_on_8_gpus(offload, offload_params, zero_init, cpu_gb, gpu_gb):
-    # estimate_zero3_model_states_mem_needs_all_cold(total_params=2851e6, largest_layer_params=32e6, 8 GPUs)
-    cpu, gpu, _ = pt.ds_zero3_model_states(int(2851e6), int(32e6), 8, 1, offload, offload_params, zero_init)
-    assert (round(cpu / GB, 2), round(gpu / GB, 2)) == (cpu_gb, gpu_gb)
-
-
-def test_zero3_matches_deepspeed_t5_large_worked_example():
-    # memory.rst: t5-large, 737.67M params, 32.90M largest layer, 4 GPUs -> 3291 / 125 / 477 MB
-    total, largest = 737_668_096, 32_899_072
-    _, case1, _ = pt.ds_zero3_model_states(total, largest, 4, 1, cpu_offload=False, cpu_offload_params=False)
-    _, case2, _ = pt.ds_zero3_model_states(total, largest, 4, 1, cpu_offload=True, cpu_offload_params=True)
-    _, case3, _ = pt.ds_zero3_model_states(total, largest, 4, 1, cpu_offload=True, cpu_offload_params=False)
-    assert (case1 >> 20, case2 >> 20, case3 >> 20) == (3291, 125, 477)
+    return plan_model.facts_from_config(json.loads(path.read_text()), str(path))
 
 
 def test_planner_zero_candidates_use_the_deepspeed_formulas(capsys):
@@ -200,8 +41,8 @@ def test_planner_zero_candidates_use_the_deepspeed_formulas(capsys):
     assert code == 0
     by_strategy = {c["strategy"]: c for c in data["candidates"]}
     facts = fixture_facts("llama-3.1-8b")
-    _, zero2 = pt.ds_zero2_model_states(facts.total, 8, 1, False)
-    _, zero3, _ = pt.ds_zero3_model_states(facts.total, facts.largest_module, 8, 1, False, False)
+    _, zero2 = plan_memory.ds_zero2_model_states(facts.total, 8, 1, False)
+    _, zero3, _ = plan_memory.ds_zero3_model_states(facts.total, facts.largest_module, 8, 1, False, False)
     exact2 = sum(by_strategy["zero2"]["terms_gib"]["exact"].values())
     exact3 = sum(by_strategy["zero3"]["terms_gib"]["exact"].values())
     assert abs(exact2 - zero2 / GB) < 0.01
@@ -401,13 +242,6 @@ def test_colocate_plan_cuts_the_trainer_share(capsys):
     assert data["split"]["num_processes"] == 2 and data["split"]["server_gpus"] == []
     assert data["config_fields"]["vllm_gpu_memory_utilization"] == 0.4
     assert data["config_fields"]["vllm_mode"] == "colocate"
-
-
-def test_kv_cache_formula(capsys):
-    facts = fixture_facts("llama-3.1-8b")
-    assert pt.kv_bytes_per_token(facts, 1) == 2 * 32 * 8 * 128 * 2
-    assert pt.kv_bytes_per_token(facts, 2) == 2 * 32 * 4 * 128 * 2
-    assert pt.kv_bytes_per_token(fixture_facts("gemma-2b"), 2) == 2 * 18 * 1 * 256 * 2  # 1 KV head: replicated
 
 
 def test_seven_b_grpo_on_four_a100_answers_with_numbers_and_commands(capsys):
@@ -648,6 +482,35 @@ def test_runs_as_a_script_without_importing_torch_or_trl():
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["split"]["num_processes"] == 3
+
+
+def test_runs_from_any_cwd_without_leaving_bytecode_in_scripts(tmp_path):
+    """A copy of the scripts run from elsewhere, bytecode writing on: same answer, no __pycache__ next to them."""
+    copy = tmp_path / "bundle" / "scripts"
+    shutil.copytree(SCRIPTS_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    argv = ["--params", "7B", "--gpus", "1", "--gpu-memory-gib", "80", "--json"]
+    result = subprocess.run(
+        [sys.executable, str(copy / "plan_training.py"), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["fits"] is True
+    assert not (copy / "__pycache__").exists()
+
+
+def test_skill_claims_reaches_the_entry_scripts_parser():
+    sys.path.insert(0, str(REPO_ROOT / "tools"))
+    try:
+        import skill_claims
+    finally:
+        sys.path.remove(str(REPO_ROOT / "tools"))
+    flags = skill_claims._parser_flags(SCRIPT)
+    assert flags is not None and "--lora-targets" in flags and "--lint-trl-config" in flags
 
 
 def test_bad_input_in_a_subprocess_has_no_traceback(tmp_path):

@@ -9,6 +9,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, List
 
@@ -301,3 +302,35 @@ def test_random_documents_are_read_like_pyyaml_or_refused() -> None:
             mismatches.append((text, mine, reference))
     assert mismatches == []
     assert accepted > 300  # the generator keeps most documents readable, so the check is not empty
+
+
+# --- bounds: alias bombs, size, nesting ------------------------------------------------------------------------------
+
+
+def _alias_bomb(levels: int = 9) -> str:
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for level in range(1, levels):
+        refs = ", ".join([f"*a{level - 1}"] * 9)
+        lines.append(f"a{level}: &a{level} [{refs}]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.skipif(not simple_yaml.pyyaml_available(), reason="PyYAML expands aliases; the built-in reader refuses")
+def test_alias_bomb_is_refused_within_the_node_budget() -> None:
+    started = time.monotonic()
+    with pytest.raises(simple_yaml.YamlError, match="aliases expanded"):
+        simple_yaml.load(_alias_bomb())
+    assert time.monotonic() - started < 2.0
+
+
+def test_builtin_reader_refuses_aliases() -> None:
+    with pytest.raises(simple_yaml.YamlError, match="aliases"):
+        simple_yaml.load(_alias_bomb(), prefer_pyyaml=False)
+
+
+@pytest.mark.parametrize("prefer_pyyaml", [True, False])
+def test_oversized_and_deep_documents_are_refused(prefer_pyyaml: bool) -> None:
+    with pytest.raises(simple_yaml.YamlError, match="larger than"):
+        simple_yaml.load("k: v\n" * 100_000, prefer_pyyaml=prefer_pyyaml)
+    with pytest.raises(simple_yaml.YamlError):
+        simple_yaml.load("a: " + "[" * 200 + "]" * 200 + "\n", prefer_pyyaml=prefer_pyyaml)

@@ -1,0 +1,504 @@
+"""What the bundle's scripts print, made safe in one place: secrets scrubbed by value, control characters escaped,
+strict JSON, lines a person can scan, and a CLI runner that never shows a traceback.
+
+- :data:`SCRUBBER` (a :class:`Scrubber`) removes known token shapes (Hugging Face, GitHub, ``sk-`` style keys,
+  AWS access key ids, Slack, JWTs, bearer values), credentials in anything URL-like (any case, with or without a
+  scheme, several ``@``, any character in the password), ``token=``/``key=``/``secret=``/``password=`` values, and
+  every secret the script registered (:meth:`Scrubber.add`) in its raw, JSON-escaped, ``repr`` and URL-quoted forms
+  and any fragment of 8 or more characters of them. Short common values (``CACHE_KEY=3.11``,
+  ``SSH_AUTH_SOCK=/root``) are left alone. It runs LAST, on every string written to stdout or stderr.
+- :func:`escape_controls` shows C0/C1 controls, DEL, line/paragraph separators and bidi controls as escapes, so a
+  value can never forge a line of the report; :func:`clean_tree` applies it to every string of a report.
+- :func:`dumps_strict` writes RFC 8259 JSON (never ``NaN``/``Infinity``; non-string keys become strings).
+- :func:`fit_width` wraps text to 100 columns; :func:`clip` shortens a value after scrubbing it.
+- :func:`run_cli` runs a ``main``: a closed pipe ends quietly, an internal crash exits 2 with one line, and stdout
+  and stderr pass through the scrubber. :func:`progress` shows a line on stderr for a step over 2 s, only on a TTY.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import sys
+import threading
+import time
+import urllib.parse
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+
+__all__ = [
+    "REDACTED",
+    "SCRUBBER",
+    "WIDTH",
+    "Scrubber",
+    "clean_tree",
+    "clip",
+    "dumps_strict",
+    "emit",
+    "escape_controls",
+    "fit_width",
+    "looks_like_secret",
+    "one_line",
+    "progress",
+    "run_cli",
+    "scrub",
+]
+
+REDACTED = "<redacted>"
+WIDTH = 100
+MIN_FRAGMENT = 8
+
+# --------------------------------------------------------------------------------------------------------------
+# Secrets
+# --------------------------------------------------------------------------------------------------------------
+
+_B = r"(?<![A-Za-z0-9])"
+_TOKEN_SHAPES = re.compile(
+    "|".join(
+        (
+            _B + r"hf_[A-Za-z0-9]{10,}",  # Hugging Face user tokens
+            _B + r"api_org_[A-Za-z0-9]{10,}",  # Hugging Face organisation tokens (legacy)
+            _B + r"gh[pousr]_[A-Za-z0-9]{16,}",  # GitHub classic, OAuth, user-to-server, server, refresh
+            _B + r"github_pat_[A-Za-z0-9_]{16,}",  # GitHub fine-grained
+            _B + r"glpat-[A-Za-z0-9_\-]{16,}",  # GitLab
+            _B + r"sk-[A-Za-z0-9_\-]{12,}",  # OpenAI / Anthropic style keys (sk-..., sk-proj-..., sk-ant-...)
+            _B + r"[sr]k_(?:live|test)_[A-Za-z0-9]{10,}",  # Stripe style
+            _B + r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}(?![A-Za-z0-9])",  # AWS access key ids
+            _B + r"xox[abposre]-[A-Za-z0-9\-]{10,}",  # Slack
+            _B + r"AIza[0-9A-Za-z_\-]{30,}",  # Google API keys
+            _B + r"npm_[A-Za-z0-9]{30,}",  # npm
+            _B + r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",  # JWT
+        )
+    )
+)
+# "Authorization: Bearer x", "Proxy-Authorization=Basic x": the value, whatever its shape (placeholders kept).
+_AUTH_HEADER = re.compile(
+    r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:basic|bearer|token|digest)\s+)?)(?!<)"
+    r"([^\s\"',;]+)"
+)
+# A bearer value in prose: needs a digit, so "a bearer token" stays.
+_BEARER = re.compile(r"(?i)\b(bearer\s+)(?=[A-Za-z0-9._~+/=\-]*[0-9])([A-Za-z0-9._~+/=\-]{8,})")
+# name=value pairs. An exact secret name scrubs any value; a name that only contains one (CACHE_KEY, SSH_AUTH_SOCK)
+# scrubs only a value that looks like a secret.
+_EXACT_NAMES = (
+    r"token|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|key|api[_-]?key|apikey|secret|"
+    r"client[_-]?secret|password|passwd|pwd|sig|signature|x-amz-signature|x-amz-credential"
+)
+_PARAM = re.compile(
+    r"(?i)(?<![A-Za-z0-9_.\-])(?P<name>(?:" + _EXACT_NAMES + r"))(?P<sep>\s*=\s*)(?P<value>[^\s&,;\"'<>)\]}]+)"
+)
+_NAMED = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(?P<name>[A-Za-z0-9_\-]*(?:token|key|secret|password|passwd|pwd|auth|credential)"
+    r"[A-Za-z0-9_\-]*)(?P<sep>\s*=\s*[\"']?)(?P<value>[^\s&,;\"'<>)\]}]+)"
+)
+# "hf_token": "value" in JSON or a dict repr.
+_QUOTED_NAMED = re.compile(
+    r"(?i)(?P<name>[\"'][A-Za-z0-9_\-]*(?:token|key|secret|password|passwd|pwd|auth|credential)[A-Za-z0-9_\-]*"
+    r"[\"']\s*:\s*[\"'])(?P<value>[^\"'\s]+)"
+)
+_COMMON_VALUE = re.compile(
+    r"(?i)^(?:[-+]?[0-9][0-9.,_:]*|true|false|yes|no|on|off|none|null|nil|unset|empty|auto|default|"
+    r"[a-z]{1,7}|\*+|x+|<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|[~.]?/.*|[A-Za-z]:\\.*)$"
+)
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_SCHEMES_WORDS = ("basic", "bearer", "token", "digest")
+_RUN = re.compile(r"\S+")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def looks_like_secret(value: str) -> bool:
+    """Whether a value of a secret-sounding name should be hidden: not a number, boolean, path, placeholder or
+    short word, and at least 8 characters."""
+    value = value.strip().strip("\"'")
+    if len(value) < MIN_FRAGMENT or _COMMON_VALUE.match(value) or _ENV_NAME.match(value):
+        return False
+    return not value.startswith(REDACTED)
+
+
+def _userinfo(run: str) -> str:
+    """Hide the userinfo of a URL-like run: everything between the scheme (or the run's start) and the last ``@``
+    that is followed by a host."""
+    at = run.rfind("@")
+    if at <= 0 or at + 1 >= len(run) or not (run[at + 1].isalnum() or run[at + 1] in "[_"):
+        return run
+    scheme = None
+    for match in _SCHEME.finditer(run, 0, at):
+        scheme = match
+    if scheme is not None:
+        start = scheme.end()
+    else:
+        colon = run.find(":", 0, at)
+        if colon < 0:  # name@host without a password: an e-mail address or an ssh target, not a credential
+            return run
+        start = max(run.rfind(ch, 0, colon) for ch in "=,;([{\"'<`") + 1
+    if start >= at or run[start:at] == REDACTED:
+        return run
+    return run[:start] + REDACTED + run[at:]
+
+
+def _variants(secret: str) -> Set[str]:
+    forms = {
+        secret,
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret)[1:-1],
+        escape_controls(secret),
+        urllib.parse.quote(secret, safe=""),
+        urllib.parse.quote_plus(secret, safe=""),
+    }
+    return {form for form in forms if form}
+
+
+class Scrubber:
+    """Removes secrets from text: registered values (and fragments of them) first, then known shapes."""
+
+    def __init__(self) -> None:
+        self._variants: List[str] = []
+        self._lock = threading.Lock()
+
+    def add(self, secret: Optional[str]) -> None:
+        """Register a secret value (a token read from the environment). Values under 4 characters are ignored."""
+        if not secret or len(secret.strip()) < 4:
+            return
+        with self._lock:
+            merged = set(self._variants) | _variants(secret) | _variants(secret.strip())
+            self._variants = sorted(merged, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        if not text:
+            return text
+        for variant in self._variants:
+            if variant in text:
+                text = text.replace(variant, REDACTED)
+        text = scrub_shapes(text)
+        for variant in self._variants:
+            if len(variant) >= MIN_FRAGMENT:
+                text = _drop_fragments(text, variant)
+        return text
+
+
+def _drop_fragments(text: str, secret: str) -> str:
+    """Replace every run of 8+ characters of ``text`` that also occurs inside ``secret``."""
+    k = MIN_FRAGMENT
+    grams = {secret[i : i + k] for i in range(len(secret) - k + 1)}
+    spans: List[Tuple[int, int]] = []
+    for gram in grams:
+        start = text.find(gram)
+        while start >= 0:
+            end = start + k
+            while end < len(text) and text[start : end + 1] in secret:
+                end += 1
+            spans.append((start, end))
+            start = text.find(gram, start + 1)
+    if not spans:
+        return text
+    spans.sort()
+    merged: List[List[int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    pieces = []
+    last = 0
+    for start, end in merged:
+        pieces.append(text[last:start])
+        pieces.append(REDACTED)
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def scrub_shapes(text: str) -> str:
+    """Known token shapes, auth headers, secret parameters and URL userinfo; no registered values."""
+    if not text:
+        return text
+    text = _TOKEN_SHAPES.sub(REDACTED, text)
+    text = _AUTH_HEADER.sub(
+        lambda m: m.group(0) if m.group(2).lower() in _SCHEMES_WORDS else m.group(1) + REDACTED, text
+    )
+    text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+    text = _PARAM.sub(_param_value, text)
+    for pattern in (_NAMED, _QUOTED_NAMED):
+        text = pattern.sub(
+            lambda m: (
+                m.group("name") + (m.groupdict().get("sep") or "") + REDACTED
+                if looks_like_secret(m.group("value"))
+                else m.group(0)
+            ),
+            text,
+        )
+    if "@" in text:
+        text = _RUN.sub(lambda m: _userinfo(m.group(0)) if "@" in m.group(0) else m.group(0), text)
+    return text
+
+
+def _param_value(match: re.Match[str]) -> str:
+    value = match.group("value")
+    weak = match.group("name").lower() == "key"  # "key=3.11" is as often a cache key as a credential
+    if value.startswith(REDACTED) or (_COMMON_VALUE.match(value) and (weak or value.startswith("<"))):
+        return match.group(0)
+    return match.group("name") + match.group("sep") + REDACTED
+
+
+SCRUBBER = Scrubber()
+
+
+def scrub(text: str) -> str:
+    """:data:`SCRUBBER` applied to ``text``."""
+    return SCRUBBER(text)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Text
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _escape_table() -> dict:
+    table = {}
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    code_points: Iterable[int] = [
+        *range(0x00, 0x20),
+        0x7F,
+        *range(0x80, 0xA0),
+        0x200E,
+        0x200F,
+        0x2028,
+        0x2029,
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+        0xFEFF,
+        *range(0xD800, 0xE000),  # lone surrogates (from surrogateescape) cannot be encoded
+    ]
+    for cp in code_points:
+        char = chr(cp)
+        table[cp] = named.get(char) or (f"\\x{cp:02x}" if cp < 0x100 else f"\\u{cp:04x}")
+    return table
+
+
+_ESCAPES = _escape_table()
+_ESCAPES_KEEP_NL = {k: v for k, v in _ESCAPES.items() if k != 0x0A}
+
+
+def escape_controls(text: str, keep_newlines: bool = False) -> str:
+    """``text`` with control, separator and bidi characters shown as escapes (``\\x1b``, ``\\r``, ``\\u202e``)."""
+    return text.translate(_ESCAPES_KEEP_NL if keep_newlines else _ESCAPES)
+
+
+def clip(text: str, limit: int = 240) -> str:
+    """``text`` scrubbed, escaped and shortened to ``limit`` characters (scrubbing first, so a cut never leaves
+    the head of a secret behind)."""
+    text = escape_controls(scrub(str(text)))
+    if len(text) <= limit:
+        return text
+    cut = text[: max(0, limit - 3)]
+    partial = cut.rfind("<")
+    if partial >= 0 and REDACTED.startswith(cut[partial:]):
+        cut = cut[:partial]
+    return cut + "..."
+
+
+def one_line(text: str, limit: int = 240) -> str:
+    """The first non-empty line of ``text``, clipped."""
+    for line in str(text or "").splitlines():
+        if line.strip():
+            return clip(line.strip(), limit)
+    return ""
+
+
+def clean_tree(value: Any, escape: bool = True, _depth: int = 0) -> Any:
+    """A JSON-ready copy of ``value``: string keys, no non-finite floats (None), bytes/sets/tuples/other objects
+    made plain, and (``escape``) control characters escaped in every string."""
+    if _depth > 200:
+        return "..."
+    if isinstance(value, str):
+        return escape_controls(value) if escape else value
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return value if value.bit_length() <= 128 else str(value)[:40] + "..."
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {
+            clean_tree(k if isinstance(k, str) else _key_text(k), escape, _depth + 1): clean_tree(v, escape, _depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [clean_tree(v, escape, _depth + 1) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return [clean_tree(v, escape, _depth + 1) for v in sorted(value, key=repr)]
+    if isinstance(value, (bytes, bytearray)):
+        return f"<{len(value)} bytes>"
+    return clean_tree(str(value), escape, _depth + 1)
+
+
+def _key_text(key: Any) -> str:
+    if isinstance(key, float) and not math.isfinite(key):
+        return str(key)
+    if isinstance(key, int) and not isinstance(key, bool) and key.bit_length() > 128:
+        return "<large integer>"
+    return str(key) if not isinstance(key, (bytes, bytearray)) else f"<{len(key)} bytes>"
+
+
+def dumps_strict(value: Any, indent: Optional[int] = 2) -> str:
+    """RFC 8259 JSON text of ``value`` (see :func:`clean_tree`), ASCII only, with a final newline."""
+    return json.dumps(clean_tree(value, escape=False), indent=indent, allow_nan=False, ensure_ascii=True) + "\n"
+
+
+def fit_width(text: str, width: int = WIDTH) -> str:
+    """Wrap every line longer than ``width`` at spaces; continuation lines keep the indent plus four spaces."""
+    out: List[str] = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        follow = " " * min(indent + 4, width // 2)
+        current = line
+        first = True
+        while len(current) > width:
+            prefix_len = 0 if first else len(follow)
+            cut = current.rfind(" ", prefix_len + 1, width + 1)
+            if cut <= prefix_len or current[:cut].strip() == "":
+                cut = width  # one word longer than the line: break it
+                out.append(current[:cut])
+                rest = current[cut:]
+            else:
+                out.append(current[:cut].rstrip())
+                rest = current[cut + 1 :].lstrip(" ")
+            current = follow + rest
+            first = False
+        out.append(current)
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Writing and running
+# --------------------------------------------------------------------------------------------------------------
+
+
+class _ScrubbingStream:
+    """A text stream that scrubs everything written to it, last."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(scrub(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe: point stdout at /dev/null so the interpreter's final flush stays quiet."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def emit(text: str, stream: Any = None) -> bool:
+    """Write ``text`` (scrubbed last) and flush; False when the reader closed the pipe (then stdout is silenced)."""
+    stream = stream or sys.stdout
+    try:
+        stream.write(scrub(text))
+        stream.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def progress(label: str, after_s: float = 2.0, stream: Any = None) -> Iterator[None]:
+    """Show ``label... N s`` on stderr while the block runs past ``after_s`` seconds, only when stderr is a TTY."""
+    stream = stream or sys.stderr
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        tty = False
+    if not tty:
+        yield
+        return
+    stop = threading.Event()
+    shown = [False]
+    start = time.monotonic()
+
+    def tick() -> None:
+        wait = after_s
+        while not stop.wait(wait):
+            with contextlib.suppress(Exception):
+                stream.write(f"\r{escape_controls(label)[:80]}... {time.monotonic() - start:.0f} s")
+                stream.flush()
+                shown[0] = True
+            wait = 1.0
+
+    thread = threading.Thread(target=tick, name="progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(2.0)
+        if shown[0]:
+            with contextlib.suppress(Exception):
+                stream.write("\r\x1b[K")
+                stream.flush()
+
+
+def run_cli(main: Callable[[Optional[Sequence[str]]], int], prog: str, argv: Optional[Sequence[str]] = None) -> int:
+    """Run ``main(argv)`` with stdout/stderr scrubbed; return the exit code.
+
+    A closed pipe ends quietly (the code main returned, or 0); ``KeyboardInterrupt`` exits 130; any other
+    exception is an internal error: one line on stderr and exit 2, never the codes a verdict uses.
+    """
+    original = (sys.stdout, sys.stderr)
+    for stream in original:
+        with contextlib.suppress(AttributeError, ValueError, OSError):
+            stream.reconfigure(errors="backslashreplace")
+    sys.stdout, sys.stderr = _ScrubbingStream(original[0]), _ScrubbingStream(original[1])
+    code: int
+    try:
+        try:
+            result = main(argv)
+            code = 0 if result is None else int(result)
+        except SystemExit as exit_:
+            if exit_.code is None or isinstance(exit_.code, int):
+                code = int(exit_.code or 0)
+            else:
+                sys.stderr.write(f"{prog}: error: {one_line(str(exit_.code))}\n")
+                code = 2
+        except BrokenPipeError:
+            _silence_stdout()
+            code = 0
+        except KeyboardInterrupt:
+            sys.stderr.write(f"{prog}: interrupted\n")
+            code = 130
+        except MemoryError:
+            sys.stderr.write(f"{prog}: internal error: out of memory\n")
+            code = 2
+        except Exception as error:  # never a traceback, never the verdict codes
+            where = ""
+            tb = error.__traceback__
+            while tb is not None and tb.tb_next is not None:
+                tb = tb.tb_next
+            if tb is not None:
+                where = f" (at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno})"
+            sys.stderr.write(f"{prog}: internal error: {type(error).__name__}: {one_line(str(error), 160)}{where}\n")
+            code = 2
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _silence_stdout()
+        except (OSError, ValueError):
+            pass
+    finally:
+        sys.stdout, sys.stderr = original
+    return code

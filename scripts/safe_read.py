@@ -1,0 +1,394 @@
+"""The one reading discipline of the bundle's scripts: files, subprocess output and HTTP bodies, each bounded.
+
+- :func:`read_bytes` / :func:`read_text` read a regular file only (a FIFO, device, directory or socket is refused
+  after a ``stat`` and again after opening, and the open is non-blocking, so a FIFO can never hang the reader),
+  never more than ``limit`` bytes, and say whether they truncated.
+- :func:`run_capped` runs a command with a byte cap per stream and a deadline; on either overrun its whole process
+  group is killed, and a grandchild that keeps the pipes open cannot hold the reader.
+- :func:`http_get` sends one GET with a byte cap on the body, a per-read timeout that never passes the total
+  deadline, and no decompression (``Accept-Encoding: identity``; an encoded body is reported, never inflated).
+
+Standard library only; no function here writes a file or opens a socket it was not asked to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import selectors
+import signal
+import stat
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+__all__ = [
+    "CommandResult",
+    "HttpResult",
+    "InputError",
+    "ReadResult",
+    "http_get",
+    "read_bytes",
+    "read_text",
+    "read_text_or_none",
+    "run_capped",
+]
+
+DEFAULT_FILE_LIMIT = 4_000_000
+DEFAULT_OUTPUT_LIMIT = 1_000_000
+_CHUNK = 65536
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------------------------------
+
+
+class InputError(Exception):
+    """An input that cannot be read. ``reason`` is a short phrase ("not a regular file (FIFO)"), never the data."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """Bytes read from a file; ``truncated`` when the file held more than the limit."""
+
+    data: bytes
+    truncated: bool
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _os_reason(error: OSError) -> str:
+    if error.errno == errno.ENOENT:
+        return "no such file"
+    if error.errno == errno.ELOOP:
+        return "symbolic link loop"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if error.errno == errno.ENOTDIR:
+        return "a path component is not a directory"
+    if error.errno == errno.ENAMETOOLONG:
+        return "file name too long"
+    return error.strerror or type(error).__name__
+
+
+def read_bytes(path: str, limit: int = DEFAULT_FILE_LIMIT) -> ReadResult:
+    """At most ``limit`` bytes of the regular file ``path``. Raises :class:`InputError` for anything else."""
+    path = os.fspath(path)
+    if "\0" in path:
+        raise InputError(path.replace("\0", "\\0"), "the path contains a NUL byte")
+    try:
+        before = os.stat(path)
+    except OSError as error:
+        raise InputError(path, _os_reason(error)) from None
+    except ValueError:
+        raise InputError(path, "invalid path") from None
+    if not stat.S_ISREG(before.st_mode):
+        raise InputError(path, f"{_kind(before.st_mode)}, not a regular file")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        raise InputError(path, _os_reason(error)) from None
+    try:
+        after = os.fstat(fd)
+        if not stat.S_ISREG(after.st_mode):  # swapped between stat and open
+            raise InputError(path, f"{_kind(after.st_mode)}, not a regular file")
+        chunks: List[bytes] = []
+        size = 0
+        while size <= limit:
+            try:
+                chunk = os.read(fd, min(_CHUNK, limit + 1 - size))
+            except BlockingIOError:
+                raise InputError(path, "would block (not a regular file)") from None
+            except OSError as error:
+                raise InputError(path, _os_reason(error)) from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        return ReadResult(data[:limit], True)
+    return ReadResult(data, False)
+
+
+def read_text(path: str, limit: int = DEFAULT_FILE_LIMIT) -> str:
+    """UTF-8 text (invalid bytes replaced) of a regular file; raises :class:`InputError`, also when it is larger
+    than ``limit`` bytes (use :func:`read_bytes` to accept a truncated prefix)."""
+    result = read_bytes(path, limit)
+    if result.truncated:
+        raise InputError(path, f"larger than {limit:,} bytes")
+    return result.text()
+
+
+def read_text_or_none(path: str, limit: int = DEFAULT_FILE_LIMIT) -> Optional[str]:
+    """:func:`read_text`, or ``None`` when the file is missing, not regular, unreadable or over ``limit``."""
+    try:
+        return read_text(path, limit)
+    except InputError:
+        return None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Subprocesses
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CommandResult:
+    """What a command printed (each stream capped) and how it ended.
+
+    ``status``: ok | failed (non-zero exit) | timeout | too-large (output cap reached) | not_found (could not start).
+    """
+
+    status: str
+    returncode: Optional[int]
+    stdout: str
+    stderr: str
+    seconds: float
+    truncated: bool = False
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {
+            "status": self.status,
+            "returncode": self.returncode,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "seconds": self.seconds,
+            "truncated": self.truncated,
+        }
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (OSError, AttributeError):
+        with contextlib.suppress(OSError):
+            process.kill()
+
+
+def run_capped(
+    argv: Sequence[str],
+    timeout: float,
+    limit: int = DEFAULT_OUTPUT_LIMIT,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+) -> CommandResult:
+    """Run ``argv`` with no stdin, reading at most ``limit`` bytes of each of stdout and stderr within ``timeout``
+    seconds. On overrun of either, the command's process group is killed and what was read is kept."""
+    start = time.monotonic()
+    deadline = start + max(0.0, float(timeout))
+    try:
+        process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,  # closed at once; opening /dev/null would be a write-mode open
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=None if env is None else dict(env),
+            cwd=cwd,
+        )
+    except (OSError, ValueError) as error:
+        reason = _os_reason(error) if isinstance(error, OSError) else "invalid argument"
+        return CommandResult("not_found", None, "", reason, 0.0)
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    with contextlib.suppress(OSError):
+        process.stdin.close()
+    out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
+    buffers: Dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
+    status: Optional[str] = None
+    with selectors.DefaultSelector() as selector:
+        for stream in (process.stdout, process.stderr):
+            os.set_blocking(stream.fileno(), False)
+            selector.register(stream.fileno(), selectors.EVENT_READ)
+        while selector.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                status = "timeout"
+                break
+            for key, _ in selector.select(min(remaining, 0.5)):
+                fd = key.fd
+                try:
+                    chunk = os.read(fd, _CHUNK)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    selector.unregister(fd)
+                    continue
+                buffer = buffers[fd]
+                buffer += chunk
+                if len(buffer) > limit:
+                    del buffer[limit:]
+                    status = "too-large"
+            if status is not None:
+                break
+    if status is not None:
+        _kill_group(process)
+    for stream in (process.stdout, process.stderr):
+        with contextlib.suppress(OSError):
+            stream.close()
+    try:
+        process.wait(timeout=max(0.1, min(2.0, deadline - time.monotonic() + 1.0)))
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=1.0)
+        status = status or "timeout"
+    if status is None:
+        status = "ok" if process.returncode == 0 else "failed"
+    out = bytes(buffers[out_fd])
+    err = bytes(buffers[err_fd])
+    return CommandResult(
+        status=status,
+        returncode=process.returncode,
+        stdout=out.decode("utf-8", errors="replace"),
+        stderr=err.decode("utf-8", errors="replace"),
+        seconds=round(time.monotonic() - start, 3),
+        truncated=status == "too-large",
+    )
+
+
+# --------------------------------------------------------------------------------------------------------------
+# HTTP
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class HttpResult:
+    """One GET. ``error_kind`` is None for an answer (any status), else one of: deadline, too-large (body over the
+    cap), encoded (a compressed body, never inflated), redirect-loop (urllib gave up following redirects), or
+    exception (``exception`` holds it, for the caller to classify)."""
+
+    status: Optional[int] = None
+    content_type: str = ""
+    content_encoding: str = ""
+    body: Optional[bytes] = None
+    error_kind: Optional[str] = None
+    error_detail: str = ""
+    exception: Optional[BaseException] = None
+    elapsed_s: float = 0.0
+
+
+def _socket_of(response: Any) -> Any:
+    """The socket under an ``http.client.HTTPResponse`` (or an ``HTTPError`` wrapping one), if reachable."""
+    for path in (("fp", "raw", "_sock"), ("fp", "fp", "raw", "_sock"), ("fp", "fp", "fp", "raw", "_sock")):
+        node = response
+        for name in path:
+            node = getattr(node, name, None)
+            if node is None:
+                break
+        if node is not None and hasattr(node, "settimeout"):
+            return node
+    return None
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    import socket
+
+    reason = getattr(exc, "reason", exc)
+    return isinstance(reason, (socket.timeout, TimeoutError)) or "timed out" in str(reason)
+
+
+def http_get(
+    opener: Any,
+    url: str,
+    headers: Mapping[str, str],
+    timeout_s: float,
+    deadline: float,
+    limit: int,
+) -> HttpResult:
+    """GET ``url`` through ``opener`` (a ``urllib.request.OpenerDirector``): every socket wait is bounded by
+    ``timeout_s`` and by the monotonic ``deadline``; at most ``limit`` body bytes are read; nothing is decoded."""
+    import urllib.error
+    import urllib.request
+
+    result = HttpResult()
+    started = time.monotonic()
+    remaining = deadline - started
+    if remaining <= 0:
+        result.error_kind, result.error_detail = "deadline", "total deadline reached before this request"
+        return result
+    request = urllib.request.Request(url, method="GET")
+    for name, value in headers.items():
+        request.add_header(name, value)
+    request.add_header("Accept-encoding", "identity")
+    response: Any = None
+    try:
+        try:
+            response = opener.open(request, timeout=max(0.001, min(timeout_s, remaining)))
+        except urllib.error.HTTPError as error:  # a status >= 400 is an answer, not a failure to connect
+            response = error
+            if 300 <= error.code < 400:
+                result.status = error.code
+                result.error_kind = "redirect-loop"
+                result.error_detail = f"HTTP {error.code}: redirects did not end (a loop, or more than urllib follows)"
+                return result
+        result.status = int(getattr(response, "code", None) or response.status)
+        header_map = response.headers
+        result.content_type = str(header_map.get("Content-Type", "") if header_map else "")[:200]
+        result.content_encoding = str(header_map.get("Content-Encoding", "") if header_map else "")[:100].strip()
+        if getattr(response, "fp", True) is None:  # an HTTPError without a body
+            result.body = b""
+            return result
+        sock = _socket_of(response)
+        # read1 returns after one socket read, so a server that drips bytes cannot outlast the deadline check.
+        read = getattr(response, "read1", None) or response.read
+        chunks: List[bytes] = []
+        size = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                result.error_kind, result.error_detail = "deadline", "total deadline reached while reading the body"
+                return result
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.settimeout(max(0.001, min(timeout_s, remaining)))
+            chunk = read(_CHUNK)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > limit:
+                result.error_kind, result.error_detail = "too-large", f"body larger than {limit:,} bytes"
+                return result
+            chunks.append(chunk)
+        result.body = b"".join(chunks)
+        if result.content_encoding.lower() not in ("", "identity"):
+            result.error_kind = "encoded"
+            result.error_detail = "a compressed body (Content-Encoding) that this reader never decompresses"
+    except Exception as exc:  # every failure is handed back for the caller to classify
+        if time.monotonic() >= deadline - 0.005 and _is_timeout(exc):
+            result.error_kind, result.error_detail = "deadline", "total deadline reached while waiting for the server"
+        else:
+            result.error_kind, result.exception = "exception", exc
+    finally:
+        result.elapsed_s = round(time.monotonic() - started, 3)
+        if response is not None:
+            with contextlib.suppress(Exception):
+                response.close()
+    return result
