@@ -29,9 +29,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from diag_common import BACKEND_HELP, BACKEND_IDS, STACK, STACK_IDS  # noqa: E402
+from diag_common import BACKEND_HELP, BACKEND_IDS, DEFAULT_NETWORK_TIMEOUT, STACK, STACK_IDS  # noqa: E402
 from diag_gpus import DEFAULT_SMI_TIMEOUT  # noqa: E402
-from diag_network import DEFAULT_NETWORK_TIMEOUT, TargetError, parse_targets  # noqa: E402
 from diag_node import COLLECTION_TEMPLATES  # noqa: E402
 from diag_probes import DEFAULT_PROBE_TIMEOUT, PROBE_WORKERS  # noqa: E402
 from diag_render import render_text, sanitize  # noqa: E402
@@ -184,6 +183,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     args.probe_network_targets = None
     if args.probe_network is not None:
+        from diag_network import TargetError, parse_targets  # only an opt-in run pays for the socket code
+
         try:
             args.probe_network_targets = parse_targets(args.probe_network)
         except TargetError as error:

@@ -24,6 +24,7 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from diag_node import COLLECTION_TEMPLATES, USABLE_OPERSTATES, socket_ifname_problems  # noqa: E402
+from safe_output import clean_tree, dumps_strict, run_cli  # noqa: E402
 
 SCHEMA_VERSION = 1
 TOOL = "compare_nodes"
@@ -918,14 +919,11 @@ def main(argv: Optional[Sequence[str]] = None, stdin: Any = None) -> int:
             f"({type(error).__name__}: {error}); collect it again\n"
         )
         return 2
-    output = json.dumps(result, indent=2) + "\n" if args.json else render_text(result)
-    try:
-        sys.stdout.write(output)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    result = clean_tree(result)  # control characters in report values cannot forge lines
+    sys.stdout.write(dumps_strict(result) if args.json else render_text(result))
+    sys.stdout.flush()
     return 1 if args.require_consistent and result["counts"]["blocking"] else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main, "compare_nodes.py"))  # scrubbed output; a closed pipe or a crash never shows a traceback

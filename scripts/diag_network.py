@@ -12,9 +12,16 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from diag_common import new_finding
+from diag_common import DEFAULT_NETWORK_TIMEOUT, new_finding
 
-DEFAULT_NETWORK_TIMEOUT = 3.0
+__all__ = [
+    "DEFAULT_NETWORK_TIMEOUT",
+    "TargetError",
+    "network_findings",
+    "network_text",
+    "parse_targets",
+    "probe_network",
+]
 MAX_TARGETS = 16
 TARGET_RE = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.%\w]+)\]|(?P<host>[A-Za-z0-9_.-]+)):(?P<port>\d{1,5})$")
 

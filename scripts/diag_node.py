@@ -203,14 +203,29 @@ def nccl_version(dists: Dict[str, List[DistRecord]], torch_record: Optional[Dist
 
 
 def node_env(env: Dict[str, str]) -> Dict[str, str]:
-    """The launch variables compared across nodes; secrets redacted."""
+    """The launch variables compared across nodes; secrets redacted by name, URL credentials and token shapes
+    (``safe_output.scrub``) by value."""
     selected: Dict[str, str] = {}
     for name in sorted(env):
         if not (name.startswith(NODE_ENV_PREFIXES) or name in NODE_ENV_NAMES):
             continue
         value = env[name]
-        selected[name] = (REDACTED if value else "") if SECRET_NAME_RE.search(name) else redact_value(value)
+        if SECRET_NAME_RE.search(name):
+            selected[name] = REDACTED if value else ""
+        else:
+            selected[name] = _scrub_value(redact_value(value))
     return selected
+
+
+def _scrub_value(value: str) -> str:
+    """Token shapes anywhere in a value (the shared ``safe_output`` scrubber). Values too short to hold a token and
+    without ``@``/``=`` (addresses, ports, interface names, levels) skip it: importing the scrubber compiles its
+    patterns, about a tenth of a default run."""
+    if len(value) < 16 and "@" not in value and "=" not in value:
+        return value
+    from safe_output import scrub
+
+    return scrub(value)
 
 
 def accelerate_node_fields(accelerate_config: Dict[str, Any]) -> Dict[str, Any]:

@@ -7,7 +7,6 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from diag_common import REDACTED, STACK_IDS, TOOL, fmt_mib, redact_value
-from diag_network import network_text
 from diag_node import node_text
 
 
@@ -145,7 +144,10 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
         torch_probe = probes.get("torch")
         if torch_probe:
             lines.append("probe torch: " + torch_probe_text(torch_probe))
-        lines.extend(network_text(probes.get("network") or []))
+        if probes.get("network"):
+            from diag_network import network_text
+
+            lines.extend(network_text(probes["network"]))
         for result in probes.get("imports") or []:
             if result.get("status") == "ok":
                 continue

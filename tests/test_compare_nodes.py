@@ -362,6 +362,21 @@ def test_reports_with_the_wrong_shape_are_errors_not_tracebacks(baseline: List[P
         assert "Traceback" not in done.stderr and "error:" in done.stderr
 
 
+def test_values_from_reports_are_scrubbed_and_escaped(baseline: List[Path], tmp_path: Path) -> None:
+    """A hand-edited report cannot make the comparison print a token or forge a line."""
+    report = json.loads(baseline[1].read_text(encoding="utf-8"))
+    token = "hf_" + "Z" * 34
+    report["node"]["env"]["NCCL_DEBUG"] = f"INFO {token}"
+    report["node"]["hostname"] = "evil\nBLOCKING forged: line"
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(report), encoding="utf-8")
+    for args in ([], ["--json"]):
+        done = run_compare([*args, str(baseline[0]), str(edited)])
+        assert done.returncode == 0, done.stderr
+        assert token not in done.stdout and "<redacted>" in done.stdout
+        assert "\nBLOCKING forged" not in done.stdout
+
+
 def test_usage_errors(baseline: List[Path], tmp_path: Path) -> None:
     assert run_compare([str(baseline[0])]).returncode == 2  # one node is not a comparison
     assert run_compare([]).returncode == 2

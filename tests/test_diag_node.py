@@ -114,6 +114,7 @@ def test_nccl_version_is_read_from_the_wheel_and_torch_pin_without_import(tmp_pa
 def test_launch_variables_are_selected_and_secrets_redacted(tmp_path: Path) -> None:
     root = write_sys_root(tmp_path / "root", "n1", INTERFACES)
     token = "hf_" + "q" * 30
+    github = "ghp_" + "A1b2C3d4" * 5  # a token shape only the shared by-value scrubber knows
     env = node_env(
         tmp_path,
         root,
@@ -126,6 +127,7 @@ def test_launch_variables_are_selected_and_secrets_redacted(tmp_path: Path) -> N
         NCCL_NET_PLUGIN_TOKEN="s3cr3t-plugin-value",
         NCCL_PROXY_URL="https://alice:hunter22@proxy:3128",
         NCCL_COMMENT=f"uses {token}",
+        NCCL_NOTE="pushed with " + github,
         UNRELATED="x",
     )
     run = run_script(["--json"], [], env=env, tmp=tmp_path)
@@ -136,6 +138,7 @@ def test_launch_variables_are_selected_and_secrets_redacted(tmp_path: Path) -> N
     assert node_vars["NCCL_NET_PLUGIN_TOKEN"] == "<redacted>"
     assert node_vars["NCCL_PROXY_URL"] == "https://<redacted>@proxy:3128"
     assert node_vars["NCCL_COMMENT"] == "uses <redacted>"
+    assert node_vars["NCCL_NOTE"] == "pushed with <redacted>"
     assert "UNRELATED" not in node_vars
     for secret in ("s3cr3t-plugin-value", "hunter22", token):
         assert secret not in run.stdout
