@@ -202,6 +202,28 @@ def nccl_version(dists: Dict[str, List[DistRecord]], torch_record: Optional[Dist
     }
 
 
+def weight_sync_direction(packages: Dict[str, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """Which side listens on ``vllm_group_port`` for GRPO server-mode weight sync, read from the installed TRL's
+    ``vllm_client.py`` as text: in trl-1.16.0 (and 1.11-1.15) ``init_communicator`` passes the trainer's own
+    ``get_ip()`` as the master address (the server's workers connect to the trainer); in 1.0-1.10 the trainer
+    joins a ``StatelessProcessGroup`` hosted by the server (the trainer connects to the server host)."""
+    trl = packages.get("trl") or {}
+    location = trl.get("location")
+    if not trl.get("installed") or not location:
+        return None
+    for relative in ("generation/vllm_client.py", "extras/vllm_client.py"):
+        text = read_text(os.path.join(location, *relative.split("/")), limit=1_000_000)
+        if text is None:
+            continue
+        source = f"trl/{relative} (installed source)"
+        if re.search(r"[\"']master_address[\"']\s*:\s*get_ip\(\)", text):
+            return {"listener": "trainer", "connects_from": "vllm-server", "source": source}
+        if re.search(r"StatelessProcessGroup\.create\(\s*host=self\.host", text):
+            return {"listener": "vllm-server", "connects_from": "trainer", "source": source}
+        return {"listener": None, "connects_from": None, "source": source + ": neither known shape found"}
+    return {"listener": None, "connects_from": None, "source": "the installed trl has no vllm_client.py"}
+
+
 def node_env(env: Dict[str, str]) -> Dict[str, str]:
     """The launch variables compared across nodes; secrets redacted by name, URL credentials and token shapes
     (``safe_output.scrub``) by value."""
@@ -239,6 +261,7 @@ def gather_node(
     dists: Dict[str, List[DistRecord]],
     chosen: Dict[str, DistRecord],
     accelerate_config: Dict[str, Any],
+    packages: Dict[str, Dict[str, Any]],
 ) -> Dict[str, Any]:
     """Every per-node fact; read-only (``/sys`` files, metadata already scanned, the environment)."""
     root = fs_root(env)
@@ -249,6 +272,7 @@ def gather_node(
         "infiniband": infiniband_devices(root),
         "env": node_env(env),
         "accelerate": accelerate_node_fields(accelerate_config),
+        "weight_sync": weight_sync_direction(packages),
     }
 
 
@@ -333,4 +357,7 @@ def node_text(node: Dict[str, Any]) -> str:
         f"interfaces up: {', '.join(up) if up else 'none'}",
         f"RDMA: {len(ib)} device(s), {active} active port(s)" if ib else "RDMA: none",
     ]
+    sync = node.get("weight_sync") or {}
+    if sync.get("listener"):
+        parts.append(f"vllm_group_port: {sync['connects_from']} connects to {sync['listener']}")
     return " | ".join(parts)

@@ -55,7 +55,7 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
         "accelerate_config": read_accelerate_config(config_path, packages),
         "env": env_selected,
     }
-    report["node"] = gather_node(env, dists, chosen, report["launch"]["accelerate_config"])
+    report["node"] = gather_node(env, dists, chosen, report["launch"]["accelerate_config"], packages)
     report["deepspeed_build"] = deepspeed_build(packages) if packages["deepspeed"]["installed"] else None
     report["bitsandbytes_libraries"] = bnb_native_libraries(packages) if packages["bitsandbytes"]["installed"] else []
     probes: Dict[str, Any] = {}

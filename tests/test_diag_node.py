@@ -192,3 +192,40 @@ def test_default_run_with_node_facts_still_opens_no_socket_and_writes_nothing(tm
     assert [e for e in result["events"] if e[0] != "allowed"] == []
     assert result["heavy"] == []
     assert '"hostname": "n1"' in result["stdout"]
+
+
+# Excerpts of trl/generation/vllm_client.py, init_communicator (the lines the diagnostic reads).
+TRL_1_16_CLIENT = """\
+        init_info = {
+            "master_address": get_ip(),
+            "master_port": self.group_port,
+            "rank_offset": 1,
+"""
+TRL_1_10_CLIENT = """\
+            pg = StatelessProcessGroup.create(
+                host=self.host, port=self.group_port, rank=self.rank, world_size=world_size
+            )
+"""
+
+
+@pytest.mark.parametrize(
+    ("client", "listener", "connects_from", "text"),
+    [
+        (TRL_1_16_CLIENT, "trainer", "vllm-server", "vllm_group_port: vllm-server connects to trainer"),
+        (TRL_1_10_CLIENT, "vllm-server", "trainer", "vllm_group_port: trainer connects to vllm-server"),
+        ("# another shape\n", None, None, None),
+    ],
+)
+def test_weight_sync_direction_is_read_from_the_installed_trl(
+    tmp_path: Path, client: str, listener: str, connects_from: str, text: str
+) -> None:
+    site = tmp_path / "site"
+    add_stack(site, torch_cuda="12.8")
+    (site / "trl" / "generation").mkdir(parents=True)
+    (site / "trl" / "generation" / "vllm_client.py").write_text(client, encoding="utf-8")
+    sync = run_script(["--json"], [site], tmp=tmp_path).json()["node"]["weight_sync"]
+    assert (sync["listener"], sync["connects_from"]) == (listener, connects_from)
+    assert sync["source"].startswith("trl/generation/vllm_client.py (installed source)")
+    if text:
+        assert text in run_script([], [site], tmp=tmp_path).stdout
+    assert run_script(["--json"], [], tmp=tmp_path).json()["node"]["weight_sync"] is None  # no trl: nothing to say
