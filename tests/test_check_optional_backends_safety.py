@@ -85,14 +85,15 @@ def test_source_parses_as_python_3_9() -> None:
 
 
 def test_no_bytecode_is_written_for_the_script_or_its_modules(tmp_path: Path) -> None:
-    """A plain ``python3 scripts/check_optional_backends.py`` leaves no __pycache__ next to any of its modules."""
+    """A plain ``python3 scripts/check_optional_backends.py`` (or compare_nodes.py) leaves no __pycache__ next to any
+    of its modules."""
     copy = tmp_path / "scripts"
     shutil.copytree(SCRIPT.parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = ""
-    for argv in (["--json"], ["--help"]):
+    for script, argv in ((SCRIPT.name, ["--json"]), (SCRIPT.name, ["--help"]), ("compare_nodes.py", ["--help"])):
         done = subprocess.run(
-            [sys.executable, str(copy / SCRIPT.name), *argv], capture_output=True, text=True, env=env, check=False
+            [sys.executable, str(copy / script), *argv], capture_output=True, text=True, env=env, check=False
         )
         assert done.returncode == 0, done.stderr
     assert not list(copy.rglob("__pycache__")) and not list(copy.rglob("*.pyc"))
