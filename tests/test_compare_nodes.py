@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -278,6 +279,18 @@ def test_other_interfaces_up_is_info_only(baseline: List[Path], tmp_path: Path) 
     assert codes(result) == ["interfaces_differ"]
     assert result["counts"] == {"blocking": 0, "warning": 0, "info": 1}
     assert result["verdict"].startswith("consistent")
+
+
+def test_network_probe_results_from_the_nodes_are_compared(baseline: List[Path], tmp_path: Path) -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens: the node's probe is refused
+    nodes = planted(baseline, tmp_path, args=("--probe-network", f"127.0.0.1:{port}", "--timeout", "1"))
+    item = finding(compare_json(nodes), "network_refused")
+    assert item["severity"] == "warning"
+    assert item["field"] == f"probes.network[127.0.0.1:{port}]"
+    assert compare_nodes.groups_text(item["groups"]) == "node 2: refused"
 
 
 # --- vLLM server nodes --------------------------------------------------------------------------------------------
