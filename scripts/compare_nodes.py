@@ -72,6 +72,10 @@ ENV_PER_NODE = ("NODE_RANK", "RANK", "LOCAL_RANK", "SLURM_NODEID", "SLURM_PROCID
 ENV_COMPARED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_")
 
 
+# Node errors that a comparison rule already reports with the other nodes' values.
+COVERED_NODE_ERRORS = ("socket_ifname_no_interface",)
+
+
 class InputError(Exception):
     """Unusable input: unreadable file, not JSON, the wrong tool or schema version (exit 2)."""
 
@@ -339,7 +343,7 @@ def rule_versions(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) -> L
                 g["value"] = "not installed"
         must = pid in MUST_MATCH
         severity = "blocking" if must and (len(installed) > 1 or pid in ("torch", "trl")) else "warning"
-        newest = installed[0]["value"] if installed else "?"
+        common = max(installed, key=lambda g: len(g["nodes"]))["value"] if installed else "?"
         findings.append(
             new_finding(
                 severity,
@@ -348,8 +352,8 @@ def rule_versions(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) -> L
                 groups,
                 f"{pid} differs across nodes"
                 + (": collectives and pickled objects assume one build everywhere" if must else ""),
-                f'install one version everywhere, e.g. pip install "{pid}=={newest}" in the job\'s environment on '
-                "every node (or point every node at one shared environment)",
+                f'install one version everywhere, e.g. pip install "{pid}=={common}" (what most nodes have) in the '
+                "job's environment on every node, or point every node at one shared environment",
             )
         )
     groups = group_values(nodes, torch_build_text)
@@ -725,7 +729,7 @@ def rule_node_errors(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) -
     by_code: Dict[str, List[Dict[str, Any]]] = {}
     for node in nodes:
         for item in node["report"].get("findings") or []:
-            if item.get("severity") == "error":
+            if item.get("severity") == "error" and item.get("code") not in COVERED_NODE_ERRORS:
                 by_code.setdefault(str(item.get("code")), []).append(node)
     findings = []
     for code, members in sorted(by_code.items()):

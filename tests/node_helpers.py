@@ -101,7 +101,7 @@ class NodeSpec:
     num_processes: int = 12
     main_process_ip: str = "10.0.0.1"
     distributed_type: str = "FSDP"
-    torch_cuda: str = "12.8"
+    torch_cuda: Optional[str] = "12.8"
     torch_version: str = "2.13.0"
     nccl: Optional[str] = "2.27.3"
     trl_fixture: Optional[str] = None

@@ -235,10 +235,10 @@ def test_too_few_gpus_for_num_processes(baseline: List[Path], tmp_path: Path) ->
             "NCCL_DEBUG differs",
         ),
         (
-            {"interfaces": {"ens5": ("up", "ether"), "lo": ("unknown", "loopback")}},
+            {"torch_cuda": None},
             "node_error",
-            "findings.socket_ifname_no_interface",
-            "node 2: socket_ifname_no_interface",
+            "findings.torch_cpu_build_with_gpu",
+            "node 2: torch_cpu_build_with_gpu",
             "own report",
         ),
     ],
