@@ -33,8 +33,11 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
     FSDP2         (w_master 4 + grads 4 + AdamW 8) * T/N (accelerate 1.15 upcasts trainable params to fp32 under
                   mixed precision, utils/fsdp_utils.py); frozen params at load dtype /N; offload moves all of it
                   to host RAM
-    LoRA          T = r*(in+out) per targeted linear (all-linear = attention and dense MLP projections, never
-                  lm_head; MoE experts are fused 3-D parameters in transformers 5.x, not Linear layers);
+    LoRA          T as PEFT 0.21.2 counts it: r*(in+out) per targeted Linear (all-linear = every Linear but
+                  lm_head); on mixtral, qwen3_moe and deepseek_v2/v3 (transformers 5.24.0 fused experts) PEFT
+                  also turns all-linear, gate_proj/up_proj/down_proj (w1/w3/w2) and gate into target_parameters:
+                  r*E*(in+out) per fused expert tensor (gate_up_proj at rank 2r) and r*(E+h) for the router;
+                  names that match nothing are ignored, none matching is refused (PEFT's message);
                   adapters fp32: 16 bytes/T; DeepSpeed: frozen base in bf16 (2 bytes) + 18*T/N
     QLoRA         NF4: 0.5 byte/param + absmax 4/64 (double quant: 1/64 + 4/(64*256)) for every nn.Linear except
                   lm_head; other params at the load dtype; trainable cast to bf16 by TRL: 8 bytes/T (AdamW);
@@ -45,20 +48,36 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
                   a = 6h + 2*kv_dim + 4*I_active (2*I for a non-gated MLP) elements, SDPA/flash (no s^2);
                   no checkpointing: layers*t*a*2 bytes; checkpointing: layers*t*h*2 + 2*t*a*2 (one layer
                   recomputed with its gradients); + TRL fused LM-head tile min(t,4096)*min(V,32768)*4*2
+                  (--full-logits: t*V*14 bytes for a loop that materialises the logits)
+    4-bit dequant QLoRA: one dequantized Linear at 2 bytes (bitsandbytes dequantizes one at a time)
+    allocator     caching-allocator reserve: 25% of the transient terms above (freed blocks stay reserved and
+                  show in nvidia-smi and in published figures)
     FSDP2 gather  2 blocks + root (embeddings, lm_head) unsharded at 2 bytes, + their bf16 grads when trained
     autocast      float32 weights under bf16 autocast cache a 2-byte copy of trainable weights (DDP)
     generate()    GRPO/RLOO without vLLM: KV cache for per_device * steps_per_generation sequences of seq_len
-    overhead      1.5 GiB per training process (CUDA context, workspaces, NCCL); 2.0 GiB per vLLM GPU
-    headroom      a candidate fits when estimate <= usable * (1 - headroom), default 10%
+    overhead      2.5 GiB per training process (CUDA context, workspaces, NCCL); 2.0 GiB per vLLM GPU
+    band          the approximate terms carry +-25%; a candidate fits when exact + approx * 1.25 (the upper
+                  edge) <= usable * (1 - headroom), default headroom 10%. Checked against published measured
+                  runs (tests/fixtures/calibration/): planned/published 0.86-1.13 per GPU
+    host RAM      per node, approximate (+-25%, the verdict uses the upper edge, checked for every candidate
+                  against --host-memory-gib): offloaded states (partitioned over all ranks: ZeRO-2 offload
+                  16P*n/N, ZeRO-3 16P or 18P *n/N; DeepSpeed's own estimator is shown as DeepSpeed's) + loading
+                  (FSDP cpu_ram_efficient_loading: rank 0 holds the whole model + one 5 GB checkpoint shard;
+                  DDP/ZeRO-2: every process materialises the model, freed before training; ZeRO-3 and QLoRA:
+                  one shard per process) + 6 GiB per process (CUDA context, libraries, pinned staging)
   vLLM: weights at 2 bytes/param (4-bit in colocate QLoRA) / TP; KV cache = 2 * layers * kv_heads * head_dim *
     2 bytes per token per sequence (vllm/v1/kv_cache_interface.py @0.31.0, AttentionSpec page size), at
-    max_model_len x concurrency; vLLM takes gpu_memory_utilization * total memory per GPU
-    (vllm/v1/worker/utils.py request_memory), so in colocate mode the trainer keeps total * (1 - utilization).
+    max_model_len x concurrency (multi-head latent attention, DeepSeek: one latent of kv_lora_rank +
+    qk_rope_head_dim per token and layer, replicated on every TP rank, MLAAttentionSpec); vLLM takes
+    gpu_memory_utilization * total memory per GPU (vllm/v1/worker/utils.py request_memory), so in colocate mode
+    the trainer keeps total * (1 - utilization).
     Colocate default utilization: the smallest 0.05 step holding weights, overhead and max_num_seqs sequences
     (per_device * TP * steps_per_generation, grpo_trainer.py) plus 0.05.
 ranking, least invasive first: DDP (1 GPU) < ZeRO-2 (shards grads and optimizer) < FSDP2 < ZeRO-3 (shard weights
-  too) < ZeRO-2 optimizer offload < ZeRO-3 optimizer offload < FSDP2 CPU offload < ZeRO-3 full offload. The first
-  candidate that fits is recommended. LoRA/QLoRA are listed only when nothing fits: they change what is trained.
+  too); the first that fits is recommended. When none fits, the smallest changes follow the skill's escalation
+  order (backend-selection/SKILL.md): smaller micro-batch with more accumulation < bf16 weights, LoRA, QLoRA
+  (they change what is trained) < CPU offload (ZeRO-2/3 optimizer offload, FSDP2 offload, ZeRO-3 full offload)
+  last; each with its per-GPU number, and pairs when no single change fits.
 GPU split (server mode): the smallest TP (dividing the attention heads, within one node) whose GPUs hold the weights
   and one max_model_len sequence; the trainer gets the other GPUs (--num_processes). Several nodes: equal trainer
   processes per node, or a node for the server when that leaves more. Generation batch = per_device * processes *
@@ -74,7 +93,22 @@ QUANT_STATE_BYTES = 4 / 64  # one fp32 absmax per 64-value block (bitsandbytes b
 
 QUANT_STATE_DOUBLE_BYTES = 1 / 64 + 4 / (64 * 256)  # 8-bit absmax, fp32 second level per 256 blocks
 
-TRAIN_OVERHEAD_GIB = 1.5
+# CUDA context, NCCL communicator buffers, cuBLAS and attention workspaces (named, approximate; 2.5 GiB after
+# checking the published runs in tests/fixtures/calibration/, where 1.5 GiB left small-batch runs 15-20% low).
+TRAIN_OVERHEAD_GIB = 2.5
+# Band on the approximate terms (activations, gather buffers, overheads): wide enough that every published measured
+# run in tests/fixtures/calibration/ lies inside it (tests/test_calibration.py); the fit verdict uses total + band.
+APPROX_BAND = 0.25
+# PyTorch's caching allocator keeps blocks freed between forward and backward reserved, and published figures
+# (nvidia-smi, reserved memory) include them: a named term, 25% of the transient working set (activations,
+# recompute, gathered blocks, logits). The 25% is fitted to the published runs in tests/fixtures/calibration/.
+ALLOCATOR_RESERVE = 0.25
+FULL_LOGITS_BYTES = 14  # bf16 logits 2 + fp32 upcast 4 + fp32 shifted copy 4 + fp32 log-softmax 4 (HF loss)
+# Host RAM (approximate, per node): what a training process holds besides offloaded states (CUDA context host
+# side, torch and libraries, pinned staging buffers), and one safetensors checkpoint shard being read.
+HOST_PROCESS_GIB = 6.0
+HOST_SHARD_GIB = 5e9 / 2**30
+HOST_BAND = 0.25
 
 LM_HEAD_TOKEN_TILE = 4096  # trl/kernels/chunked_logprob.py TOKEN_CHUNK_SIZE @1.16.0
 
@@ -124,6 +158,8 @@ class Setup:
     ref_model: bool
     grad_accum: int
     generate_sequences: int = 0  # GRPO/RLOO without vLLM: sequences model.generate() holds a KV cache for
+    full_logits: bool = False  # the loop materialises full-vocabulary logits (not TRL's chunked LM head)
+    cpu_ram_efficient_loading: bool = True  # FSDP: only rank 0 reads the weights (TRL's fsdp presets turn it on)
 
 
 @dataclass
@@ -141,6 +177,15 @@ class Estimate:
     headroom: float = 0.1
     fits: Optional[bool] = None
     reason: str = ""
+    band: float = APPROX_BAND  # the approximate terms may be off by this fraction either way
+    setup: Optional[Setup] = None  # the setup this candidate was computed for
+    host_basis: str = ""  # what the host RAM figure is made of, and how exact it is
+    host_terms: Dict[str, int] = field(default_factory=dict)  # per node, by name
+    ds_host_estimate: Optional[int] = None  # DeepSpeed's own estimator, per node, reported as DeepSpeed's
+
+    @property
+    def host_upper(self) -> Optional[int]:
+        return None if self.host_bytes is None else int(self.host_bytes * (1 + HOST_BAND))
 
     @property
     def label(self) -> str:
@@ -161,6 +206,22 @@ class Estimate:
     @property
     def total_bytes(self) -> int:
         return self.states_bytes + self.approx_bytes
+
+    @property
+    def upper_bytes(self) -> int:
+        """The upper edge of the band: exact states + approximate terms * (1 + band). The fit verdict uses it."""
+        return self.states_bytes + int(self.approx_bytes * (1 + self.band))
+
+    @property
+    def lower_bytes(self) -> int:
+        return self.states_bytes + int(self.approx_bytes * (1 - self.band))
+
+    def total_text(self) -> str:
+        """``27.4 GiB (exact states 17.3 + approx 10.1, ±15%)``: the value with its band."""
+        return (
+            f"{self.total_bytes / GIB:.1f} GiB (exact states {self.states_bytes / GIB:.1f} + approx "
+            f"{self.approx_bytes / GIB:.1f}, ±{self.band * 100:.0f}%)"
+        )
 
 
 def ds_zero2_model_states(
@@ -261,23 +322,27 @@ def model_states(
             return terms, None, formula, DDP_SOURCE if N > 1 else "weights, grads, AdamW states by dtype", notes
         if strategy in ("zero2", "zero2-offload"):
             offload = strategy == "zero2-offload"
-            cpu, gpu = ds_zero2_model_states(P, n, nodes, offload)
+            _cpu, gpu = ds_zero2_model_states(P, n, nodes, offload)
             if offload:
                 terms = {"16-bit weights": gpu}
+                # The offloaded fp32 master, Adam m and v, and fp32 grads are partitioned over all N ranks.
+                host = int(16 * P * n / N)
             else:
                 terms = {"16-bit weights": 2 * P, "sharded grads+fp32 master+Adam": gpu - 2 * P}
             formula = "2P" if offload else "2P + 18P/N"
             fn = "estimate_zero2_model_states_mem_needs"
-            return terms, cpu, formula, DS_SOURCE.format("stage_1_and_2.py", fn), notes
+            return terms, host, formula, DS_SOURCE.format("stage_1_and_2.py", fn), notes
         if strategy.startswith("zero3"):
             off_opt = strategy in ("zero3-offload-opt", "zero3-offload-all")
             off_par = strategy == "zero3-offload-all"
-            cpu, gpu, largest = ds_zero3_model_states(P, L, n, nodes, off_opt, off_par)
+            _cpu, gpu, largest = ds_zero3_model_states(P, L, n, nodes, off_opt, off_par)
             terms = {"largest layer gathered (4L)": largest}
             if gpu > largest:
                 terms["sharded states"] = gpu - largest
             formula = {"zero3": "4L + 18P/N", "zero3-offload-opt": "4L + 2P/N", "zero3-offload-all": "4L"}[strategy]
-            return terms, cpu, formula, DS_SOURCE.format("stage3.py", "estimate_zero3_model_states_mem_needs"), notes
+            if off_opt:  # partitioned fp32 master + Adam + fp32 grads (+ 16-bit params with param offload)
+                host = int((18 if off_par else 16) * P * n / N)
+            return terms, host, formula, DS_SOURCE.format("stage3.py", "estimate_zero3_model_states_mem_needs"), notes
         opt = optimizer_bytes(setup.optimizer, 4)
         per_param = 4 + 4 + opt
         if strategy == "fsdp2":
@@ -293,7 +358,7 @@ def model_states(
                 terms["ddp_buckets"] = trainable * 4
             return terms, None, f"P*{w} + T*{tb:g}", "PEFT autocast_adapter_dtype=True keeps adapters in fp32", notes
         if strategy == "zero2":
-            cpu, gpu = ds_zero2_model_states(trainable, n, nodes, False)
+            _cpu, gpu = ds_zero2_model_states(trainable, n, nodes, False)
             terms = {"16-bit base": 2 * P, "16-bit adapters + sharded (18T/N)": gpu}
             return (
                 terms,
@@ -316,7 +381,7 @@ def model_states(
                 notes,
             )
         if strategy == "zero3-offload-all":
-            host = int((2 * P + 18 * trainable) / nodes * DS_BUFFER_FACTOR)
+            host = int((2 * P + 18 * trainable) * n / N)
             return (
                 {"largest layer gathered (4L)": 4 * L},
                 host,
@@ -366,7 +431,7 @@ def model_states(
             notes,
         )
     if strategy == "zero3-offload-all":
-        host = int((q_bytes + 2 * NQ + 18 * trainable) / nodes * DS_BUFFER_FACTOR)
+        host = int((q_bytes + 2 * NQ + 18 * trainable) * n / N)
         return {"largest layer gathered (4L)": 4 * L}, host, "4L", qlora_src, notes
     base_replicated = 0 if float_storage else q_bytes
     if not float_storage:
@@ -407,7 +472,10 @@ def activation_terms(facts: ModelFacts, setup: Setup) -> Dict[str, int]:
         terms["activations: one layer recomputed + grads"] = 2 * layer_bytes
     else:
         terms["activations: all layers"] = facts.layers * layer_bytes
-    terms["LM-head tile"] = min(tokens, LM_HEAD_TOKEN_TILE) * min(facts.vocab, LM_HEAD_VOCAB_TILE) * 4 * 2
+    if setup.full_logits:
+        terms["full logits (loop without a chunked LM head)"] = tokens * facts.vocab * FULL_LOGITS_BYTES
+    else:
+        terms["LM-head tile"] = min(tokens, LM_HEAD_TOKEN_TILE) * min(facts.vocab, LM_HEAD_VOCAB_TILE) * 4 * 2
     if setup.generate_sequences:
         # Without vLLM the trainer generates with model.generate(): a KV cache for its slice of the batch.
         terms["generate() KV cache"] = kv_bytes_per_token(facts, 1) * setup.seq_len * setup.generate_sequences
@@ -463,27 +531,91 @@ def estimate(
     approx = activation_terms(facts, setup)
     if strategy.startswith("fsdp2"):
         approx.update(fsdp_working_set(method, facts, setup))
+    elif method == "qlora":
+        approx["4-bit dequantized Linear"] = facts.largest_linear * 2  # bitsandbytes dequantizes one at a time
+    transient = sum(approx.values())
     if strategy == "ddp" and method == "full" and setup.model_dtype == "float32" and setup.mixed_precision != "no":
         approx["autocast bf16 weight cache"] = facts.total * 2
+    approx["caching-allocator reserve"] = int(transient * ALLOCATOR_RESERVE)
     approx["CUDA/NCCL overhead"] = int(TRAIN_OVERHEAD_GIB * GIB)
-    return Estimate(method, strategy, world, states, approx, host, formula, source, notes)
+    host_terms, basis, host_peak = host_model(method, strategy, facts, setup, host, gpus_per_node)
+    cand = Estimate(method, strategy, world, states, approx, host_peak, formula, source, notes)
+    cand.setup, cand.host_terms, cand.host_basis = setup, host_terms, basis
+    if method == "full" and strategy.startswith("zero"):
+        if strategy.startswith("zero2"):
+            cand.ds_host_estimate = ds_zero2_model_states(facts.total, gpus_per_node, nodes, "offload" in strategy)[0]
+        else:
+            off_opt = strategy in ("zero3-offload-opt", "zero3-offload-all")
+            cand.ds_host_estimate = ds_zero3_model_states(
+                facts.total, facts.largest_module, gpus_per_node, nodes, off_opt, strategy == "zero3-offload-all"
+            )[0]
+    return cand
+
+
+def model_bytes_at_load(method: str, facts: ModelFacts, setup: Setup) -> int:
+    """The whole model as from_pretrained materialises it: 4-bit packed base + the rest at the load dtype (QLoRA)."""
+    w = DTYPE_BYTES[setup.model_dtype]
+    if method != "qlora":
+        return facts.total * w
+    qs = QUANT_STATE_DOUBLE_BYTES if setup.double_quant else QUANT_STATE_BYTES
+    return int(facts.quantizable * (NF4_BYTES + qs)) + (facts.total - facts.quantizable) * w
+
+
+def host_model(
+    method: str, strategy: str, facts: ModelFacts, setup: Setup, offloaded: Optional[int], per_node: int
+) -> Tuple[Dict[str, int], str, int]:
+    """Host RAM per node at its peak, by named term; approximate except the offloaded states. Loading overlaps
+    offloading under FSDP and ZeRO-3 (summed); DDP/ZeRO-2 free the CPU copy first (the larger one counts).
+    Returns (terms, basis, peak bytes)."""
+    terms: Dict[str, int] = {}
+    shard = int(HOST_SHARD_GIB * GIB)
+    full = model_bytes_at_load(method, facts, setup)
+    if offloaded:
+        terms["offloaded states (exact formula)"] = offloaded
+    if strategy.startswith("fsdp2"):
+        if setup.cpu_ram_efficient_loading:
+            terms["rank 0 loads the whole model (fsdp_cpu_ram_efficient_loading)"] = full + shard
+            basis = "FSDP with cpu_ram_efficient_loading: rank 0 materialises the model on CPU, the others use meta"
+        else:
+            terms["every process loads the whole model"] = per_node * full
+            basis = "FSDP without cpu_ram_efficient_loading: every process materialises the model on CPU"
+    elif strategy.startswith("zero3"):
+        terms["one checkpoint shard per process (zero.Init)"] = per_node * shard
+        basis = "ZeRO-3 with zero3_init_flag: parameters are partitioned as they load, shard by shard"
+    elif method == "qlora":
+        terms["one checkpoint shard per process (4-bit load onto the GPU)"] = per_node * shard
+        basis = "QLoRA loads straight onto each process's GPU (TRL passes a device_map for quantized models)"
+    else:
+        terms["every process loads the whole model on CPU (before training)"] = per_node * full
+        basis = (
+            "DDP/ZeRO-2: from_pretrained without a device_map materialises the model on CPU in every process, and "
+            "frees it when the model moves to the GPU, so the peak is the larger of loading and offloaded states"
+        )
+    footprint = int(per_node * HOST_PROCESS_GIB * GIB)
+    terms["per-process host footprint (CUDA context, libraries, pinned staging)"] = footprint
+    if strategy == "ddp" or strategy.startswith("zero2"):
+        total = footprint + max(v for k, v in terms.items() if k != next(reversed(terms)))
+    else:
+        total = sum(terms.values())
+    return terms, basis + f"; approximate, band ±{HOST_BAND * 100:.0f}% (checked against published host RAM)", total
 
 
 def judge(candidate: Estimate, usable_bytes: int, headroom: float, host_limit: Optional[int]) -> None:
     candidate.usable_bytes = usable_bytes
     candidate.headroom = headroom
     limit = usable_bytes * (1 - headroom)
-    if candidate.total_bytes > limit:
+    if candidate.upper_bytes > limit:
         candidate.fits = False
-        candidate.reason = f"needs {candidate.total_bytes / GIB:.1f} GiB > {limit / GIB:.1f} GiB"
-    elif (
-        host_limit is not None
-        and candidate.host_bytes is not None
-        and "offload" in candidate.strategy
-        and (candidate.host_bytes > host_limit)
-    ):
+        candidate.reason = (
+            f"needs up to {candidate.upper_bytes / GIB:.1f} GiB (upper edge of the band) > {limit / GIB:.1f} GiB"
+        )
+    elif host_limit is not None and candidate.host_upper is not None and candidate.host_upper > host_limit:
         candidate.fits = False
-        candidate.reason = f"host RAM {candidate.host_bytes / GIB:.0f} GiB per node > {host_limit / GIB:.0f} GiB"
+        candidate.reason = (
+            f"host RAM up to {candidate.host_upper / GIB:.0f} GiB per node (upper edge) > {host_limit / GIB:.0f} GiB"
+        )
     else:
         candidate.fits = True
-        candidate.reason = f"{limit / GIB - candidate.total_bytes / GIB:.1f} GiB spare after headroom"
+        candidate.reason = (
+            f"{limit / GIB - candidate.upper_bytes / GIB:.1f} GiB spare after headroom at the upper edge of the band"
+        )

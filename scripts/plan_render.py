@@ -18,9 +18,9 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 import plan_rules  # noqa: E402
-from plan_assemble import Plan  # noqa: E402
+from plan_assemble import ESCALATION, Plan  # noqa: E402
 from plan_hardware import GIB  # noqa: E402
-from plan_memory import Estimate  # noqa: E402
+from plan_memory import HOST_BAND, Estimate  # noqa: E402
 
 # ==============================================================================================================
 # Rendering
@@ -41,11 +41,24 @@ def candidate_dict(c: Estimate) -> Dict[str, Any]:
         "fits": c.fits,
         "verdict": c.reason,
         "per_gpu_gib": round(c.total_bytes / GIB, 2),
+        "per_gpu_band_gib": {
+            "low": round(c.lower_bytes / GIB, 2),
+            "high": round(c.upper_bytes / GIB, 2),
+            "approx_fraction": c.band,
+            "verdict_uses": "high",
+        },
+        "per_gpu_text": c.total_text(),
         "model_states_gib_exact": round(c.states_bytes / GIB, 2),
         "approx_gib": round(c.approx_bytes / GIB, 2),
         "usable_gib": round(c.usable_bytes / GIB, 2),
         "headroom": c.headroom,
         "host_ram_per_node_gib": None if c.host_bytes is None else round(c.host_bytes / GIB, 1),
+        "host_ram_band_gib": None
+        if c.host_bytes is None
+        else {"high": round((c.host_upper or 0) / GIB, 1), "fraction": HOST_BAND, "verdict_uses": "high"},
+        "host_terms_gib": {k: round(v / GIB, 2) for k, v in c.host_terms.items()},
+        "host_basis": c.host_basis,
+        "deepspeed_host_estimate_gib": None if c.ds_host_estimate is None else round(c.ds_host_estimate / GIB, 1),
         "terms_gib": {
             "exact": {k: round(v / GIB, 3) for k, v in c.states.items()},
             "approx": {k: round(v / GIB, 3) for k, v in c.approx.items()},
@@ -76,7 +89,19 @@ def plan_dict(plan: Plan) -> Dict[str, Any]:
             "vocab": f.vocab,
             "moe": f.is_moe,
         },
+        "inputs_from": plan.input_sources,
         "setup": {**plan.setup.__dict__, "trainable_params": plan.trainable, "lora_modules": plan.lora_modules},
+        "lora": None
+        if plan.lora is None
+        else {
+            "trainable_params": plan.lora.trainable,
+            "target_modules": plan.lora.modules,
+            "target_parameters": plan.lora.parameters,
+            "rank_pattern": plan.lora.rank_pattern,
+            "unmatched_targets": plan.lora.unmatched,
+            "async_grpo_merged_sync_reason": plan.lora.merged_sync_reason,
+            "basis": "PEFT 0.21.2 with transformers 5.24.0 (exact; tests/fixtures/peft_parity.json)",
+        },
         "hardware": {
             "gpus_per_node": plan.hardware.gpus_per_node,
             "nodes": plan.hardware.nodes,
@@ -99,6 +124,19 @@ def plan_dict(plan: Plan) -> Dict[str, Any]:
         "alternatives": [candidate_dict(c) for c in plan.alternatives],
         "recommendation": candidate_dict(plan.recommended) if plan.recommended else None,
         "alternative_if_method_may_change": candidate_dict(plan.alternative_pick) if plan.alternative_pick else None,
+        "smallest_changes": [
+            {
+                "rank": i + 1,
+                "step": change.step,
+                "change": change.label,
+                "fits": change.fits,
+                "changes_what_is_trained": change.changes_training,
+                "per_gpu_text": change.candidate.total_text(),
+                "candidate": candidate_dict(change.candidate),
+            }
+            for i, change in enumerate(plan.changes)
+        ],
+        "escalation_order": [key for key, _, _ in ESCALATION],
         "fits": plan.fits,
         "batch": plan.geometry.as_dict() if plan.geometry else None,
         "commands": plan.commands,
@@ -106,6 +144,12 @@ def plan_dict(plan: Plan) -> Dict[str, Any]:
         "config_fields": plan.config_fields,
         "notes": plan.notes,
     }
+
+
+def _source_text(item: Dict[str, Any]) -> str:
+    if item["source"] == "flag":
+        return f"{item['input']} {item['value']} (the flag wins over {item['overrides']})"
+    return f"{item['input']} {item['value']} from {item['source']}"
 
 
 def render_text(
@@ -125,6 +169,8 @@ def render_text(
             f"{'on' if s.grad_ckpt else 'off'}, {s.optimizer}, weights {s.model_dtype}, {s.mixed_precision} mixed "
             f"precision{', reference model' if s.ref_model and s.method == 'full' else ''}"
         )
+        if plan.input_sources:
+            out.append("inputs: " + "; ".join(_source_text(item) for item in plan.input_sources))
         out.append(
             f"hardware: {hw.nodes} node(s) x {hw.gpus_per_node} GPU(s) x {hw.memory_gib:.1f} GiB ({hw.source}); "
             f"a candidate fits under {(1 - plan.headroom) * 100:.0f}% of {plan.usable_bytes / GIB:.1f} GiB"
@@ -158,18 +204,29 @@ def render_text(
             out.append(_candidate_line(c))
         if plan.recommended:
             r = plan.recommended
-            out.append(f"recommendation: {r.label} ({r.method}) - {r.total_bytes / GIB:.1f} GiB per GPU, {r.reason}")
+            out.append(f"recommendation: {r.label} ({r.method}) - {r.total_text()} per GPU; {r.reason}")
         else:
-            out.append(f"recommendation: nothing fits with {s.method}")
+            out.append(
+                f"recommendation: nothing fits as asked ({s.method}, micro-batch {s.micro_batch}, without CPU offload)"
+            )
+            if plan.changes:
+                out.append(
+                    "smallest changes that would fit, in the skill's order ("
+                    + " < ".join(label for key, label, modelled in ESCALATION if modelled)
+                    + "; offload last):"
+                )
+                for i, change in enumerate(plan.changes, 1):
+                    c = change.candidate
+                    ask = "; changes what is trained, ask the user" if change.changes_training else ""
+                    out.append(
+                        f"  {i}. [{'fits' if change.fits else 'no  '}] {change.label}: {c.method} {c.label}, "
+                        f"{c.total_text()}{ask}"
+                    )
             if plan.alternative_pick:
                 a = plan.alternative_pick
-                out.append(
-                    f"  if the method may change: {a.method} with {a.label} fits ({a.total_bytes / GIB:.1f} GiB per "
-                    "GPU); that changes what is trained, so ask the user"
-                )
-        if plan.alternatives and plan.recommended is None:
-            for c in plan.alternatives:
-                out.append(_candidate_line(c))
+                out.append(f"  the templates below are for the first change that fits: {a.method} with {a.label}")
+            else:
+                out.append("  no single change or pair fits: more GPUs, a shorter max_length, or a smaller model")
         if plan.geometry is not None:
             gm = plan.geometry
             line = (
@@ -210,8 +267,10 @@ def render_text(
 
 def _candidate_line(c: Estimate) -> str:
     mark = "fits" if c.fits else "no  "
-    host = f", host {c.host_bytes / GIB:.0f} GiB/node" if c.host_bytes is not None and "offload" in c.strategy else ""
+    host = f", host ~{c.host_bytes / GIB:.0f} GiB/node" if c.host_bytes is not None else ""
+    if c.ds_host_estimate is not None and "offload" in c.strategy:
+        host += f" (DeepSpeed's estimator says {c.ds_host_estimate / GIB:.0f})"
     return (
         f"  [{mark}] {c.method:5} {c.label:38} {_gib(c.states_bytes):>6} + {_gib(c.approx_bytes):>5} = "
-        f"{_gib(c.total_bytes):>6} GiB  ({c.formula}{host})"
+        f"{_gib(c.total_bytes):>6} GiB ±{c.band * 100:.0f}% of approx, <= {_gib(c.upper_bytes)}  ({c.formula}{host})"
     )

@@ -51,11 +51,15 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
     if pick is None:
         return [], {}
     model = args.model_id or "<model>"
-    trainer = plan.setup.trainer
+    setup = pick.setup or plan.setup  # a smallest change may have a smaller micro-batch or another dtype
+    trainer = setup.trainer
     world = plan.split.trainer_world
     preset, changes = (STRATEGIES[pick.strategy][2], {}) if pick.strategy in STRATEGIES else (None, {})
     if pick.strategy in PRESET_CHANGES:
         preset, changes = PRESET_CHANGES[pick.strategy]
+    fp16 = setup.mixed_precision == "fp16"
+    if fp16:  # every TRL preset says mixed_precision: bf16 (trl/accelerate_configs/*.yaml @1.16.0)
+        changes = {**changes, "mixed_precision": "fp16"}
     if world == 1 and pick.strategy == "ddp":
         preset = "single_gpu"
     commands: List[Dict[str, str]] = []
@@ -65,13 +69,15 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
     if plan.vllm_mode == "server" and v is not None:
         env = f"CUDA_VISIBLE_DEVICES={plan.split.server_mask} VLLM_SERVER_DEV_MODE=1"
         extra = ""
-        if trainer == "async-grpo" and pick.method != "full":
+        if trainer == "async-grpo" and pick.method != "full" and not (plan.lora and plan.lora.merged_sync_reason):
             env += " VLLM_ALLOW_RUNTIME_LORA_UPDATING=1"
             extra = (
                 f" --enable-lora --max-lora-rank {_round_lora_rank(args.lora_rank)} --max-loras "
                 f"{ASYNC_MAX_STALENESS + 2}"
             )
-        dtype = f" --dtype {plan.setup.model_dtype}" if trainer == "async-grpo" else ""
+        dtype = f" --dtype {setup.model_dtype}" if trainer == "async-grpo" else ""
+        if fp16 and not dtype:  # vLLM refuses bfloat16 weights below compute capability 8.0
+            dtype = " --dtype float16"
         commands.append(
             {
                 "role": "vLLM server (node 0)",
@@ -93,16 +99,16 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
     if pick.method == "qlora" and pick.strategy.startswith("fsdp2"):
         preset_note += "; keep fsdp_cpu_ram_efficient_loading: true"
     multi = nodes_training > 1
+    # The first training node hosts accelerate's rendezvous; when node 0 runs only the vLLM server, that is node 1.
+    first_node = 1 if plan.split.layout.startswith("node 0 runs") else 0
     for node, mask in enumerate(plan.split.trainer_masks):
         machine = ""
         if multi:
             machine = (
-                f" --num_machines {nodes_training} --machine_rank {node} --main_process_ip <node0-ip> "
+                f" --num_machines {nodes_training} --machine_rank {node} --main_process_ip <node{first_node}-ip> "
                 "--main_process_port 29500"
             )
-        role = "trainer" + (
-            f" (node {node + (1 if plan.split.layout.startswith('node 0 runs') else 0)})" if multi else ""
-        )
+        role = "trainer" + (f" (node {node + first_node})" if multi else "")
         commands.append(
             {
                 "role": role,
@@ -120,14 +126,16 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
         parts.append(f"--model_name_or_path {model} --dataset_name <dataset>")
         if trainer in ("grpo", "rloo"):
             parts.append("--reward_funcs <reward>")
-        parts.append(f"--dtype {plan.setup.model_dtype}")
-        parts.append(f"--per_device_train_batch_size {plan.setup.micro_batch}")
+        parts.append(f"--dtype {setup.model_dtype}")
+        if fp16:  # TRL turns bf16 on when fp16 is unset (trl/trainer/base_config.py @1.16.0)
+            parts.append("--bf16 false --fp16 true")
+        parts.append(f"--per_device_train_batch_size {setup.micro_batch}")
         if plan.geometry is not None:
             parts.append(f"--num_generations {plan.geometry.num_generations}")
-            if plan.geometry.steps_per_generation != plan.setup.grad_accum:
+            if plan.geometry.steps_per_generation != setup.grad_accum:
                 parts.append(f"--steps_per_generation {plan.geometry.steps_per_generation}")
-        if plan.setup.grad_accum != 1:
-            parts.append(f"--gradient_accumulation_steps {plan.setup.grad_accum}")
+        if setup.grad_accum != 1:
+            parts.append(f"--gradient_accumulation_steps {setup.grad_accum}")
         if plan.vllm_mode in ("server", "colocate"):
             parts.append(f"--use_vllm --vllm_mode {plan.vllm_mode}")
             if plan.vllm_mode == "colocate" and v is not None:
@@ -136,13 +144,15 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
         if pick.method != "full":
             targets = args.lora_targets if args.lora_targets != "all-linear" else "all-linear"
             parts.append(f"--use_peft --lora_r {args.lora_rank} --lora_target_modules {targets}")
+            if plan.lora and plan.lora.parameters:
+                parts.append("--lora_dropout 0")
         if pick.method == "qlora":
             parts.append("--load_in_4bit")
             if args.bnb_double_quant:
                 parts.append("--use_bnb_nested_quant")
             if pick.strategy.startswith("fsdp2") or pick.strategy.startswith("zero3"):
-                parts.append(f"--bnb_4bit_quant_storage {args.bnb_quant_storage}")
-        if not plan.setup.grad_ckpt:
+                parts.append(f"--bnb_4bit_quant_storage {setup.quant_storage}")
+        if not setup.grad_ckpt:
             parts.append("--gradient_checkpointing false")
         parts.append("--output_dir <output_dir>")
         commands.append(
@@ -154,16 +164,18 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
             }
         )
     # Config fields for a Python script (train.py)
-    fields["per_device_train_batch_size"] = plan.setup.micro_batch
-    if plan.setup.grad_accum != 1:
-        fields["gradient_accumulation_steps"] = plan.setup.grad_accum
-    fields["gradient_checkpointing"] = plan.setup.grad_ckpt
-    fields["bf16" if plan.setup.mixed_precision == "bf16" else "fp16"] = True
-    if plan.setup.model_dtype != "float32" or pick.method == "qlora":
-        fields["model_init_kwargs"] = {"dtype": plan.setup.model_dtype}
+    fields["per_device_train_batch_size"] = setup.micro_batch
+    if setup.grad_accum != 1:
+        fields["gradient_accumulation_steps"] = setup.grad_accum
+    fields["gradient_checkpointing"] = setup.grad_ckpt
+    fields["bf16"] = not fp16
+    if fp16:
+        fields["fp16"] = True
+    if setup.model_dtype != "float32" or pick.method == "qlora":
+        fields["model_init_kwargs"] = {"dtype": setup.model_dtype}
     if plan.geometry is not None:
         fields["num_generations"] = plan.geometry.num_generations
-        if plan.geometry.steps_per_generation != plan.setup.grad_accum:
+        if plan.geometry.steps_per_generation != setup.grad_accum:
             fields["steps_per_generation"] = plan.geometry.steps_per_generation
     if trainer in ("grpo", "rloo") and plan.vllm_mode != "none" and v is not None:
         fields["use_vllm"] = True
@@ -176,14 +188,16 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
             fields["vllm_server_base_url"] = "http://<node0-ip>:8000"
     if trainer == "async-grpo" and v is not None:
         fields["vllm_server_base_url"] = "http://<server-host>:8000"
-        fields["dtype"] = plan.setup.model_dtype
+        fields["dtype"] = setup.model_dtype
         fields["max_completion_length"] = f"<= {v.max_model_len} - prompt length"
     if pick.method != "full":
-        fields["peft_config"] = f"LoraConfig(r={args.lora_rank}, target_modules={args.lora_targets!r})"
+        dropout = ", lora_dropout=0.0" if plan.lora and plan.lora.parameters else ""
+        fields["peft_config"] = f"LoraConfig(r={args.lora_rank}, target_modules={args.lora_targets!r}{dropout})"
     if pick.method == "qlora":
-        storage = args.bnb_quant_storage if pick.strategy.startswith(("fsdp2", "zero3")) else None
+        storage = setup.quant_storage if pick.strategy.startswith(("fsdp2", "zero3")) else None
         fields["quantization_config"] = (
-            "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', bnb_4bit_compute_dtype=torch.bfloat16"
+            "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', bnb_4bit_compute_dtype=torch."
+            + ("float16" if fp16 else "bfloat16")
             + (", bnb_4bit_use_double_quant=True" if args.bnb_double_quant else "")
             + (f", bnb_4bit_quant_storage=torch.{storage}" if storage else "")
             + ")"

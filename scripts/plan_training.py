@@ -35,9 +35,12 @@ EPILOG = (
     MEMORY_MODEL
     + """
 inputs: the model is --params or --model-config (a local config.json of a Llama, Mistral, Mixtral, Qwen2/2.5/3,
-  Qwen2-MoE/Qwen3-MoE, Gemma/Gemma2/Gemma3-text or Phi/Phi-3 decoder). With --params alone, activations and the KV
-  cache use the nearest published reference shape (named in the output). Hardware is --gpus/--gpu-memory-gib or
-  --hardware-json (the output of check_optional_backends.py --json; its visible GPUs); --gpus is per node.
+  Qwen2-MoE/Qwen3-MoE, DeepSeek-V2/V3 (MLA + MoE), gpt-oss, Gemma/Gemma2/Gemma3-text or Phi/Phi-3 decoder;
+  multimodal wrappers such as model_type gemma3 are refused: their vision tower is not counted). With --params
+  alone, activations and the KV cache use the nearest published reference shape (named in the output). Hardware
+  is --gpus/--gpu-memory-gib or --hardware-json (the output of check_optional_backends.py --json; its visible
+  GPUs); --gpus is per node. Batch, accumulation, sequence, generation and beta come from --lint-trl-config
+  when it sets them; a flag overrides the file, and the output says which won.
 lint: --lint-accelerate-config and/or --lint-trl-config (TRL CLI YAML, or JSON of config values); every finding
   names the setting to change and its upstream source. Without --params/--model-config only the lint runs.
 exit codes: 0 report produced; 1 --require-fit found no fitting candidate for the requested method (or the vLLM
@@ -115,7 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     method.add_argument("--method", choices=("full", "lora", "qlora"), default="full")
     method.add_argument("--lora-rank", type=_positive_int, default=16, help="LoRA r (TRL's lora_r default: 16)")
     method.add_argument(
-        "--lora-targets", default="all-linear", help="all-linear, or a comma list of linear names (q_proj,v_proj,...)"
+        "--lora-targets",
+        default="all-linear",
+        help="all-linear, or a comma list of Linear names (q_proj,v_proj,...); PEFT ignores names that match nothing. "
+        "On fused-MoE models (mixtral, qwen3_moe, deepseek_v2/v3) PEFT also trains the experts and the router",
     )
     method.add_argument(
         "--optimizer",
@@ -131,9 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     method.add_argument(
         "--bnb-quant-storage",
         choices=("bfloat16", "float16", "float32", "uint8"),
-        default="bfloat16",
+        default=None,
         help="bnb_4bit_quant_storage assumed for FSDP QLoRA (TRL leaves it unset = uint8, which "
-        "FSDP cannot shard); default bfloat16",
+        "FSDP cannot shard); default bfloat16, float32 under fp16 mixed precision (PEFT's FSDP guide)",
     )
     train = parser.add_argument_group("trainer and batch")
     train.add_argument(
@@ -145,27 +151,39 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--seq-len",
         type=_positive_int,
-        default=2048,
-        help="tokens per sequence (prompt + completion for GRPO/RLOO); default 2048",
+        help="tokens per sequence (prompt + completion for GRPO/RLOO); default: the TRL config's max_length "
+        "(SFT/DPO) or vllm_max_model_length (GRPO/RLOO), else 2048",
     )
     train.add_argument(
-        "--micro-batch", type=_positive_int, default=8, help="per_device_train_batch_size (TRL's default: 8)"
+        "--micro-batch",
+        type=_positive_int,
+        help="per_device_train_batch_size (default: the TRL config's, else TRL's default 8)",
     )
-    train.add_argument("--grad-accum", type=_positive_int, default=1, help="gradient_accumulation_steps (default 1)")
+    train.add_argument(
+        "--grad-accum", type=_positive_int, help="gradient_accumulation_steps (default: the TRL config's, else 1)"
+    )
     ckpt = train.add_mutually_exclusive_group()
     ckpt.add_argument(
         "--gradient-checkpointing",
         dest="gradient_checkpointing",
         action="store_true",
-        default=True,
-        help="on (TRL's default)",
+        default=None,
+        help="on (default: the TRL config's gradient_checkpointing, else on as in TRL)",
     )
     ckpt.add_argument("--no-gradient-checkpointing", dest="gradient_checkpointing", action="store_false")
-    train.add_argument("--num-generations", type=_positive_int, default=8, help="GRPO/RLOO num_generations (8)")
+    train.add_argument(
+        "--num-generations", type=_positive_int, help="GRPO/RLOO num_generations (default: the TRL config's, else 8)"
+    )
     train.add_argument(
         "--steps-per-generation",
         type=_positive_int,
         help="GRPO/RLOO steps_per_generation (default: gradient_accumulation_steps)",
+    )
+    train.add_argument(
+        "--full-logits",
+        action="store_true",
+        help="count full-vocabulary logits (a training loop without TRL's chunked LM head, e.g. a plain "
+        "transformers loss; the 2024 published runs the planner is calibrated against)",
     )
     train.add_argument(
         "--beta",
@@ -279,6 +297,70 @@ def resolve_trainer(args: argparse.Namespace, trl_config: Optional[Dict[str, Any
     )
 
 
+# Plan inputs a TRL config can set (TRL 1.16.0 field names): (argparse dest, config field, default, trainers).
+# sft_config.py / dpo_config.py max_length; grpo_config.py / rloo_config.py vllm_max_model_length (prompt +
+# completion); base_config.py gradient_checkpointing (default True); TrainingArguments per_device_train_batch_size
+# and gradient_accumulation_steps.
+TRL_CONFIG_INPUTS: Tuple[Tuple[str, str, str, str, Any, Tuple[str, ...]], ...] = (
+    # (argparse dest, flag, config field, kind, default, trainers whose config has the field)
+    ("micro_batch", "--micro-batch", "per_device_train_batch_size", "int", 8, TRAINERS),
+    ("grad_accum", "--grad-accum", "gradient_accumulation_steps", "int", 1, TRAINERS),
+    ("seq_len", "--seq-len", "max_length", "int", 2048, ("sft", "dpo")),
+    ("seq_len", "--seq-len", "vllm_max_model_length", "int", 2048, ("grpo", "rloo")),
+    ("num_generations", "--num-generations", "num_generations", "int", 8, ("grpo", "rloo", "async-grpo")),
+    ("steps_per_generation", "--steps-per-generation", "steps_per_generation", "int", None, ("grpo", "rloo")),
+    ("gradient_checkpointing", "--gradient-checkpointing", "gradient_checkpointing", "bool", True, TRAINERS),
+    ("beta", "--beta", "beta", "float", None, ("grpo", "rloo")),
+)
+
+
+def _config_value(value: Any, kind: str) -> Any:
+    """A TRL config value converted like the flag it stands for; None when it is unusable."""
+    if kind == "bool":
+        return plan_rules._as_bool(value)
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        return None
+    if kind == "float":
+        return number if number == number and abs(number) != float("inf") else None
+    return int(number) if number.is_integer() and number >= 1 else None
+
+
+def apply_trl_config(args: argparse.Namespace, trl_config: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Fill the batch, sequence and generation inputs: a flag wins over the TRL config, which wins over the
+    default. Returns one record per input the config or a flag set, saying which won."""
+    sources: List[Dict[str, Any]] = []
+    done = set()
+    for dest, flag, key, kind, _default, trainers in TRL_CONFIG_INPUTS:
+        if dest in done:
+            continue
+        flag_value = getattr(args, dest, None)
+        in_config = (
+            trl_config is not None and args.trainer in trainers and key in trl_config and trl_config[key] is not None
+        )
+        config_value = _config_value(trl_config[key], kind) if in_config else None
+        if in_config and config_value is None:
+            raise PlanInputError(f"{args.lint_trl_config}: {key} {trl_config[key]!r} is not a usable value")
+        if flag_value is not None:
+            if in_config:
+                done.add(dest)
+                sources.append(
+                    {"input": flag, "value": flag_value, "source": "flag", "overrides": f"{key}: {config_value}"}
+                )
+            continue
+        if in_config:
+            done.add(dest)
+            setattr(args, dest, config_value)
+            sources.append({"input": flag, "value": config_value, "source": f"{key} in {args.lint_trl_config}"})
+    for dest, _flag, _key, _kind, default, _trainers in TRL_CONFIG_INPUTS:
+        if getattr(args, dest, None) is None and default is not None:
+            setattr(args, dest, default)
+    return sources
+
+
 def run(args: argparse.Namespace) -> Tuple[Dict[str, Any], str, int]:
     planning = args.params is not None or args.model_config is not None
     linting = bool(args.lint_accelerate_config or args.lint_trl_config)
@@ -290,6 +372,7 @@ def run(args: argparse.Namespace) -> Tuple[Dict[str, Any], str, int]:
         trl_cfg, used = plan_rules.load_config_file(args.lint_trl_config, args.yaml_parser)
         yaml_parsers.append(used)
     trainer_note = resolve_trainer(args, trl_cfg)
+    input_sources = apply_trl_config(args, trl_cfg)
     facts = None
     if args.model_config:
         data, used = plan_rules.load_config_file(args.model_config, args.yaml_parser)
@@ -338,6 +421,7 @@ def run(args: argparse.Namespace) -> Tuple[Dict[str, Any], str, int]:
             findings.insert(0, trainer_note)
     result: Dict[str, Any] = {"schema_version": SCHEMA_VERSION, "tool": "plan_training.py"}
     if plan is not None:
+        plan.input_sources = input_sources
         result.update(plan_dict(plan))
     result["lint"] = {
         "ran": linting,
@@ -378,4 +462,6 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from safe_output import run_cli  # a closed pipe ends quietly; no traceback ever reaches the user
+
+    sys.exit(run_cli(main, "plan_training.py"))

@@ -49,3 +49,29 @@ def test_zero3_matches_deepspeed_t5_large_worked_example():
     _, case2, _ = pmem.ds_zero3_model_states(total, largest, 4, 1, cpu_offload=True, cpu_offload_params=True)
     _, case3, _ = pmem.ds_zero3_model_states(total, largest, 4, 1, cpu_offload=True, cpu_offload_params=False)
     assert (case1 >> 20, case2 >> 20, case3 >> 20) == (3291, 125, 477)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The band: the verdict uses the upper edge
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _estimate(states_gib: float, approx_gib: float) -> pmem.Estimate:
+    return pmem.Estimate("full", "ddp", 1, {"weights": int(states_gib * GB)}, {"activations": int(approx_gib * GB)},
+                         None, "", "")  # fmt: skip
+
+
+def test_total_is_printed_with_its_band():
+    text = _estimate(17.3, 10.1).total_text()
+    assert text == f"27.4 GiB (exact states 17.3 + approx 10.1, ±{pmem.APPROX_BAND * 100:.0f}%)"
+
+
+def test_fit_verdict_uses_the_upper_edge_of_the_band():
+    # 20 GiB exact + 4 GiB approx = 24 GiB fits under 90% of 30 GiB (27), but the upper edge 20 + 4 * 1.25 = 25 too;
+    # 20 + 6 = 26 fits by its point value, not by its upper edge 27.5.
+    fits = _estimate(20, 4)
+    pmem.judge(fits, 30 * GB, 0.10, None)
+    assert fits.fits is True
+    edge = _estimate(20, 6)
+    pmem.judge(edge, 30 * GB, 0.10, None)
+    assert edge.total_bytes < 27 * GB and edge.fits is False and "upper edge" in edge.reason

@@ -28,6 +28,7 @@ def test_at_least_six_model_families_have_fixtures():
     types = {json.loads((MODEL_DIR / n / "config.json").read_text())["model_type"] for n in FIXTURES}
     assert len(FIXTURES) >= 6
     assert {"llama", "qwen2", "qwen3", "mistral", "mixtral", "gemma", "phi3"} <= types
+    assert {"deepseek_v2", "deepseek_v3", "gpt_oss", "gemma2", "gemma3_text", "qwen2_moe", "qwen3_moe"} <= types
 
 
 @pytest.mark.parametrize("name", FIXTURES)
@@ -37,9 +38,11 @@ def test_parameter_count_matches_published_total_within_1_percent(name):
     published = source["published_params"]
     assert abs(facts.total - published) / published <= 0.01, (facts.total, published)
     if "published_active_params" in source:
-        # Published active counts have one decimal (12.9B; 3.3B for Qwen3-30B-A3B, whose count is 3.35B).
+        # Published active counts have one decimal (12.9B; 3.3B for Qwen3-30B-A3B, whose count is 3.35B); DeepSeek and
+        # gpt-oss count them without the input embedding, and DeepSeek-V3 gives whole billions.
         assert facts.is_moe
-        assert abs(facts.active - source["published_active_params"]) < 0.1e9
+        active = facts.active - (facts.embedding if source.get("published_active_excludes_embedding") else 0)
+        assert abs(active - source["published_active_params"]) < source.get("published_active_precision", 0.1e9)
         assert facts.active < facts.total
     if "published_non_embedding_params" in source:
         non_embedding = facts.total - facts.embedding - facts.lm_head
@@ -62,10 +65,51 @@ def test_tied_embeddings_are_counted_once_and_largest_module_follows_deepspeed()
     # Mixtral's fused expert module (8 x 3 x 4096 x 14336) is larger than its embedding.
     mixtral = fixture_facts("mixtral-8x7b-v0.1")
     assert mixtral.largest_module == 8 * 3 * 4096 * 14336
-    # LoRA all-linear on an MoE model in transformers 5.x targets attention projections only.
-    trainable, modules = pm.lora_trainable(mixtral, 16, "all-linear")
-    assert modules == ["k_proj", "o_proj", "q_proj", "v_proj"]
-    assert trainable == 16 * 32 * ((4096 + 4096) * 2 + (4096 + 1024) * 2)
+
+
+def test_mixtral_all_linear_also_trains_fused_experts_and_router_by_hand():
+    """PEFT 0.21.2 + transformers 5.24.0: all-linear on Mixtral becomes target_parameters for the fused experts
+    (gate_up_proj at rank 2r, down_proj at r; ParamWrapper r*E*(in+out)) and the router weight (r*(E+h))."""
+    mixtral = fixture_facts("mixtral-8x7b-v0.1")
+    result = pm.resolve_lora(mixtral, 16, "all-linear")
+    assert result.modules == ["k_proj", "o_proj", "q_proj", "v_proj"]
+    assert result.parameters == ["down_proj", "gate.weight", "gate_up_proj"]
+    assert result.rank_pattern == {"gate_up_proj": 32}
+    h, i, e, r, layers = 4096, 14336, 8, 16, 32
+    attention = r * ((h + h) * 2 + (h + 1024) * 2)
+    experts = 2 * r * e * (2 * i + h) + r * e * (h + i)
+    router = r * (e + h)
+    assert result.trainable == layers * (attention + experts + router) == 359_665_664
+    assert result.merged_sync_reason and "merged" in result.merged_sync_reason
+    assert any("lora_dropout 0" in note for note in result.notes)
+    # The common seven-name list does not name Mixtral's w1/w2/w3: attention only, and the rest is reported.
+    seven = pm.resolve_lora(mixtral, 16, "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj")
+    assert seven.trainable == layers * attention and seven.parameters == []
+    assert seven.unmatched == ["gate_proj", "up_proj", "down_proj"] and seven.merged_sync_reason is None
+
+
+def test_partial_target_lists_are_accepted_and_none_matching_is_refused_with_peft_message():
+    phi3 = fixture_facts("phi-3-mini-4k")
+    result = pm.resolve_lora(phi3, 8, "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj")
+    assert result.modules == ["down_proj", "o_proj"]
+    assert set(result.unmatched) == {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"}
+    with pytest.raises(pm.PlanInputError, match=r"Target modules \{'nothing_here'\} not found in the base model"):
+        pm.resolve_lora(phi3, 8, "nothing_here")
+
+
+def test_half_of_a_fused_pair_is_refused_with_peft_message():
+    qwen3_moe = fixture_facts("qwen3-30b-a3b")
+    with pytest.raises(
+        pm.PlanInputError, match="without also targeting up_proj because they are fused into gate_up_proj"
+    ):
+        pm.resolve_lora(qwen3_moe, 16, "q_proj,gate_proj,down_proj")
+
+
+def test_unconverted_moe_types_train_only_linear_layers():
+    # qwen2_moe is not a key of transformers' conversion table and gpt_oss has no conversion: no target_parameters.
+    for name in ("qwen1.5-moe-a2.7b", "gpt-oss-20b"):
+        result = pm.resolve_lora(fixture_facts(name), 16, "all-linear")
+        assert result.parameters == [] and result.merged_sync_reason is None
 
 
 def test_other_supported_families_count_like_their_published_totals():
