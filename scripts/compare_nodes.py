@@ -51,6 +51,7 @@ SHOULD_MATCH = (
 )
 # Packages a vLLM server node shares with the trainers: the weight-sync group joins both sides.
 SERVER_MUST_MATCH = ("torch", "trl", "vllm")
+SERVER_OPTIONAL = ("trl",)  # TRL >= 1.11 servers run vLLM's own `vllm serve`; TRL there is optional
 # Accelerate config fields that must agree (blocking) or should (warning); machine_rank must differ.
 CONFIG_MUST_MATCH = (
     "distributed_type",
@@ -334,6 +335,8 @@ def rule_versions(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) -> L
     servers = [n for n in nodes if n["role"] == "vllm-server"]
     for pid in (*MUST_MATCH, *SHOULD_MATCH):
         members = nodes if (pid in SERVER_MUST_MATCH or not servers) else train
+        if pid in SERVER_OPTIONAL:  # a native `vllm serve` node needs no TRL; one that has it must match
+            members = [*train, *(n for n in servers if package_version(n, pid))]
         groups = group_values(members, lambda n, pid=pid: package_version(n, pid))
         if not differs(groups):
             continue

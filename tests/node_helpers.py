@@ -106,6 +106,7 @@ class NodeSpec:
     nccl: Optional[str] = "2.27.3"
     trl_fixture: Optional[str] = None
     extra_dists: Sequence[Tuple[str, str]] = ()
+    drop: Sequence[str] = ()  # packages of the baseline stack to remove (dist-info and module)
     csv: str = H100_CSV
     interfaces: Dict[str, Tuple[str, str]] = field(
         default_factory=lambda: {"eth0": ("up", "ether"), "ib0": ("up", "infiniband"), "lo": ("unknown", "loopback")}
@@ -134,6 +135,9 @@ def collect_node(tmp: Path, spec: NodeSpec, name: Optional[str] = None) -> Path:
         add_trl(site, fixture=spec.trl_fixture)
     if spec.nccl:
         add_dist(site, "nvidia-nccl-cu12", spec.nccl, modules=["nvidia"])
+    for name in spec.drop:
+        for folder in [*site.glob(f"{name}-*.dist-info"), site / name]:
+            shutil.rmtree(folder)
     for dist, version in spec.extra_dists:
         add_dist(site, dist, version)
     fake_nvidia_smi(base / "bin", csv=spec.csv)

@@ -304,6 +304,10 @@ def test_vllm_server_node_is_compared_on_software_only(baseline: List[Path], tmp
     result = compare_json(baseline, "--vllm-server", str(server))
     assert result["findings"] == [], result["findings"]
     assert result["nodes"][3]["role"] == "vllm-server"
+    native = collect_node(
+        tmp_path, NodeSpec(hostname="vllm2", with_config=False, extra_dists=BASE_DISTS, drop=("trl", "peft"))
+    )
+    assert compare_json(baseline, "--vllm-server", str(native))["findings"] == []  # `vllm serve` needs no TRL
     old_torch = collect_node(
         tmp_path,
         NodeSpec(hostname="vllm1", torch_version="2.12.0", with_config=False, extra_dists=BASE_DISTS),
