@@ -888,8 +888,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="REPORT",
-        help="report of a vLLM server node (repeatable): compared with the trainers on torch, NCCL, TRL and vLLM "
-        "only, not on GPUs or the accelerate config",
+        help="report of a vLLM server node (repeatable): compared with the trainers on torch, NCCL, vLLM and "
+        "(where installed) TRL only, not on GPUs or the accelerate config",
     )
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON (schema_version 1)")
     parser.add_argument(
