@@ -7,8 +7,8 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from diag_common import REDACTED, STACK_IDS, TOOL, fmt_mib, redact_value
-from diag_release_diff import render_lines
 from diag_node import node_text
+from diag_release_diff import render_lines
 
 
 def sanitize(value: Any, home: Optional[str], secrets: Sequence[str]) -> Any:
