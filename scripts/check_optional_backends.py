@@ -28,8 +28,9 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from diag_common import BACKEND_HELP, BACKEND_IDS, STACK, STACK_IDS  # noqa: E402
+from diag_common import BACKEND_HELP, BACKEND_IDS, DEFAULT_NETWORK_TIMEOUT, STACK, STACK_IDS  # noqa: E402
 from diag_gpus import DEFAULT_SMI_TIMEOUT  # noqa: E402
+from diag_node import COLLECTION_TEMPLATES  # noqa: E402
 from diag_probes import DEFAULT_PROBE_TIMEOUT, PROBE_WORKERS  # noqa: E402
 from diag_render import render_text, sanitize  # noqa: E402
 from diag_report import collect  # noqa: E402
@@ -62,11 +63,16 @@ TRANSFORMERS_OFFLINE=1 and a timeout, {PROBE_WORKERS} at a time): --probe-import
 (a crash, hang or ImportError is reported, not raised); --probe-torch imports torch and reads torch.cuda device
 properties and NCCL availability without allocating GPU memory. Importing a backend can take seconds.
 
+--probe-network HOST:PORT[,HOST:PORT] (opt-in, off by default): resolves each host and opens one TCP connection
+to it (nothing is sent) with a timeout (default {DEFAULT_NETWORK_TIMEOUT:g} s, or --timeout); each target is reported
+ok, refused (nothing listens yet), timeout (packets dropped), unreachable or unresolved, with the time taken.
+
+{COLLECTION_TEMPLATES}
 output: compact text ending in a one-line verdict (home shown as ~ unless --verbose), or --json
 (schema: scripts/check_optional_backends.schema.json).
 
 exit codes: 0 report produced; 1 a --require backend is not ready; 2 usage error (unknown flag or backend id,
-missing --accelerate-config file).
+missing --accelerate-config file, a --probe-network value that is not HOST:PORT).
 """
 
 
@@ -105,12 +111,19 @@ def build_parser() -> argparse.ArgumentParser:
         "PKGS, a comma list of package ids or module names (--probe-imports=vllm,deepspeed)",
     )
     parser.add_argument(
+        "--probe-network",
+        metavar="HOST:PORT[,...]",
+        default=None,
+        help="resolve each host and try one TCP connect (no payload) to it, e.g. the rendezvous port and a vLLM "
+        "server port; opt-in: the default run opens no socket",
+    )
+    parser.add_argument(
         "--timeout",
         type=bounded_float(0, 3600, exclusive_minimum=True),
         default=None,
         metavar="SECONDS",
         help=f"timeout for each subprocess (default {DEFAULT_SMI_TIMEOUT:g} s for nvidia-smi/rocm-smi, "
-        f"{DEFAULT_PROBE_TIMEOUT:g} s per probe)",
+        f"{DEFAULT_PROBE_TIMEOUT:g} s per probe, {DEFAULT_NETWORK_TIMEOUT:g} s per --probe-network target)",
     )
     parser.add_argument(
         "--accelerate-config",
@@ -166,13 +179,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             )
             return 2
         args.probe_import_ids = ids
+    args.probe_network_targets = None
+    if args.probe_network is not None:
+        from diag_network import TargetError, parse_targets  # only an opt-in run pays for the socket code
+
+        try:
+            args.probe_network_targets = parse_targets(args.probe_network)
+        except TargetError as error:
+            parser.print_usage(sys.stderr)
+            sys.stderr.write(f"{parser.prog}: error: --probe-network: {escape_controls(str(error))}\n")
+            return 2
     if args.accelerate_config is not None:
         problem = config_file_problem(args.accelerate_config)
         if problem:
             parser.print_usage(sys.stderr)
             sys.stderr.write(f"{parser.prog}: error: --accelerate-config {escape_controls(problem)}\n")
             return 2
-    with progress("gathering facts" + (" and running probes" if args.probe_imports or args.probe_torch else "")):
+    probing = args.probe_imports or args.probe_torch or args.probe_network
+    with progress("gathering facts" + (" and running probes" if probing else "")):
         report, secrets = collect(args)
     for secret in secrets:
         SCRUBBER.add(secret)

@@ -14,6 +14,7 @@ SCHEMA_VERSION = 1
 TOOL = "check_optional_backends"
 
 ALLOWED_COMMANDS = ("nvidia-smi", "rocm-smi")
+DEFAULT_NETWORK_TIMEOUT = 3.0  # per --probe-network target (diag_network.py)
 
 # id, candidate distribution names (PEP 503), candidate top-level modules; the first of each is canonical.
 STACK: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...] = (

@@ -7,6 +7,8 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from diag_common import REDACTED, STACK_IDS, TOOL, fmt_mib, redact_value
+from diag_node import node_text
+from diag_release_diff import render_lines
 
 
 def sanitize(value: Any, home: Optional[str], secrets: Sequence[str]) -> Any:
@@ -95,6 +97,7 @@ def render_text(report: Dict[str, Any], verbose: bool = False, required: Sequenc
                 continue
             shown.add(key)
             lines.append("  " + _compat_text(row))
+    lines.extend(render_lines(report.get("release_differences"), verbose))
     accel = report["accelerators"]
     lines.append(
         f"accelerators: nvidia-smi {accel['nvidia_smi']['status']}"
@@ -141,11 +144,17 @@ def render_text(report: Dict[str, Any], verbose: bool = False, required: Sequenc
     env = launch["env"]
     if env:
         lines.extend(_wrap([f"{k}={v}" for k, v in env.items()], "env: ", "     "))
+    if report.get("node"):
+        lines.append(node_text(report["node"]))
     probes = report.get("probes")
     if probes:
         torch_probe = probes.get("torch")
         if torch_probe:
             lines.append("probe torch: " + torch_probe_text(torch_probe))
+        if probes.get("network"):
+            from diag_network import network_text
+
+            lines.extend(network_text(probes["network"]))
         for result in probes.get("imports") or []:
             if result.get("status") == "ok":
                 continue

@@ -9,15 +9,17 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from diag_builds import bnb_native_libraries, cuda_toolkit, deepspeed_build, nccl_wheels, torch_build
-from diag_common import SCHEMA_VERSION, STACK, STACK_IDS, TOOL, new_finding
+from diag_common import DEFAULT_NETWORK_TIMEOUT, SCHEMA_VERSION, STACK, STACK_IDS, TOOL, new_finding
 from diag_compat import compatibility
 from diag_crosschecks import environment_findings
 from diag_gpus import DEFAULT_SMI_TIMEOUT, gather_accelerators
 from diag_interpreter import platform_facts, python_facts
 from diag_interpreter_hint import gather_interpreter_facts, interpreter_hint_json, judge_interpreter
 from diag_launch import accelerate_config_path, gather_env, read_accelerate_config
+from diag_node import gather_node, node_findings
 from diag_packages import gather_packages, scan_distributions
 from diag_probes import DEFAULT_PROBE_TIMEOUT, probe_imports, probe_torch
+from diag_release_diff import release_differences
 from diag_render import torch_probe_text, verdict_line
 from diag_rules import Context, judge_backends
 
@@ -47,6 +49,7 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
     interpreter = gather_interpreter_facts(packages["torch"]["installed"], environ=env)
     report["interpreter"] = interpreter_hint_json(interpreter, judge_interpreter(interpreter))
     report["compatibility"] = compatibility(packages, chosen, findings)
+    report["release_differences"] = release_differences(packages)
     report["accelerators"] = gather_accelerators(env, smi_timeout)
     config_path = args.accelerate_config or accelerate_config_path(env)
     env_selected, secrets = gather_env(env)
@@ -54,6 +57,7 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
         "accelerate_config": read_accelerate_config(config_path, packages),
         "env": env_selected,
     }
+    report["node"] = gather_node(env, dists, chosen, report["launch"]["accelerate_config"], packages)
     report["deepspeed_build"] = deepspeed_build(packages) if packages["deepspeed"]["installed"] else None
     report["bitsandbytes_libraries"] = bnb_native_libraries(packages) if packages["bitsandbytes"]["installed"] else []
     probes: Dict[str, Any] = {}
@@ -66,11 +70,24 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
             if (wanted is None and packages[pid]["installed"]) or (wanted is not None and pid in wanted):
                 targets.append((pid, packages[pid]["module"]))
         probes["imports"] = probe_imports(targets, probe_timeout, path_entries)
+    network_targets = getattr(args, "probe_network_targets", None)
+    if network_targets:
+        from diag_network import probe_network  # opt-in: the default run never loads the socket code
+
+        probes["network"] = probe_network(
+            network_targets, args.timeout if args.timeout is not None else DEFAULT_NETWORK_TIMEOUT
+        )
     if probes:
         report["probes"] = probes
     ctx = Context(report, chosen)
     report["backends"] = judge_backends(ctx)
-    report["findings"] = environment_findings(report) + findings + probe_findings(probes)
+    report["findings"] = (
+        environment_findings(report) + findings + probe_findings(probes) + node_findings(report["node"])
+    )
+    if probes.get("network"):
+        from diag_network import network_findings
+
+        report["findings"] += network_findings(probes["network"])
     if packages["torch"]["installed"] and not packages["trl"]["installed"]:
         report["findings"].append(
             new_finding("warning", "trl_missing", "trl is not installed here; the verdicts judge the backends alone")

@@ -14,12 +14,19 @@ import posixpath
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 from urllib.parse import unquote
 
 import yaml
+
+_TOOLS_DIR = Path(__file__).resolve().parent.parent / "tools"
+if str(_TOOLS_DIR) not in sys.path:
+    sys.path.insert(0, str(_TOOLS_DIR))
+
+from claim_scopes import parse_scopes  # noqa: E402  (the skill text's release-scope grammar)
 
 # --- the installed unit and the repository layout -----------------------------------------------------------------
 
@@ -686,11 +693,23 @@ def versions_heading_lines(text: str) -> list[int]:
     ]
 
 
+def without_scopes(line: str) -> str:
+    """The line with its inline release scopes (``TRL ≥ 1.14``, ``vLLM 0.22–0.31``, ``removed in TRL 1.8``) blanked
+    out: a scope names minors of TRL or vLLM, which the text may do anywhere. A patch release (``TRL 1.16.0``) stays
+    a pin, and pins belong in the Versions section."""
+    prose = without_inline_code(line)
+    for scope in parse_scopes(prose):
+        if not re.search(r"\d+\.\d+\.\d+", scope.text):
+            line = line.replace(scope.text, " " * len(scope.text), 1)
+    return line
+
+
 def time_sensitive_hits(text: str) -> list[tuple[int, str, str]]:
     """(line, kind, matched text) of time-sensitive wording outside the ``## Versions (time-sensitive)`` section.
 
-    Package pins and ``v1.2`` tags count everywhere (prose, inline code, fenced code, frontmatter); the words and
-    years count in prose and frontmatter only. A claims-checker directive line (``<!-- check: ... -->``) is exempt.
+    Package pins and ``v1.2`` tags count everywhere (prose, inline code, fenced code, frontmatter), except inline
+    release scopes in prose (``TRL ≥ 1.14``); the words and years count in prose and frontmatter only. A
+    claims-checker directive line (``<!-- check: ... -->``) is exempt.
     """
     hits = []
     in_section = False
@@ -700,7 +719,7 @@ def time_sensitive_hits(text: str) -> list[tuple[int, str, str]]:
         if in_section or CHECK_DIRECTIVE_RE.match(line.text):
             continue
         checks: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
-            ("package version", PACKAGE_VERSION_RE, lambda value: value),
+            ("package version", PACKAGE_VERSION_RE, without_scopes if line.kind != "fence" else lambda value: value),
             ("version tag", VERSION_TAG_RE, lambda value: value),
         ]
         if line.kind != "fence":

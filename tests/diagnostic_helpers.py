@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence
 
+from diag_common import ALLOWED_COMMANDS, HEAVY_MODULES
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = REPO_ROOT / "scripts" / "check_optional_backends.py"
 SCHEMA = REPO_ROOT / "scripts" / "check_optional_backends.schema.json"
@@ -392,3 +394,69 @@ def _check(value, schema: dict, path: str, root: dict) -> List[str]:
         for index, item in enumerate(value):
             errors.extend(_check(item, schema["items"], f"{path}[{index}]", root))
     return errors
+
+
+# --- the safety promise, checked with an audit hook -------------------------------------------------------------------
+
+AUDIT_HARNESS = r"""
+import json, os, sys
+script, heavy, allowed = sys.argv[1], json.loads(sys.argv[2]), set(json.loads(sys.argv[3]))
+events = []
+WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+def hook(event, args):
+    if event == "open":
+        path, mode, flags = args
+        if isinstance(path, int):  # wrapping an inherited or pipe file descriptor, not a file on disk
+            return
+        if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            mode is None and isinstance(flags, int) and flags & WRITE_FLAGS
+        ):
+            events.append(["write", str(path)])
+    elif event == "import" and str(args[0]).split(".")[0] in heavy:  # attempts count, even failed ones
+        events.append(["import", str(args[0])])
+    elif event.startswith("socket."):
+        events.append(["socket", event])
+    elif event == "subprocess.Popen":
+        executable, argv = args[0], args[1]
+        name = os.path.basename(str(executable or (argv[0] if argv else "")))
+        events.append(["popen", name] if name not in allowed else ["allowed", name])
+    elif event in ("os.system", "os.exec", "os.spawn", "os.fork", "os.forkpty", "os.startfile"):
+        events.append(["process", event])
+    elif event == "os.posix_spawn":
+        name = os.path.basename(str(args[0]))
+        if name not in allowed:
+            events.append(["process", name])
+
+sys.addaudithook(hook)
+import runpy
+sys.argv = [script, *sys.argv[4:]]
+code = 0
+try:
+    runpy.run_path(script, run_name="__main__")
+except SystemExit as exit_:
+    code = exit_.code
+loaded = sorted(m for m in heavy if m in sys.modules)
+sys.stderr.write("\n@@AUDIT@@" + json.dumps({"events": events, "heavy": loaded, "code": code}) + "\n")
+"""
+
+
+def audit_run(tmp_path: Path, sites: List[Path], args: List[str], env: Optional[Dict[str, str]] = None) -> dict:
+    env = dict(env or base_env(tmp_path / "home", tmp_path / "bin"))
+    env["PYTHONPATH"] = os.pathsep.join(str(s) for s in sites)
+    command = [
+        sys.executable,
+        "-S",
+        "-c",
+        AUDIT_HARNESS,
+        str(SCRIPT),
+        json.dumps(list(HEAVY_MODULES)),
+        json.dumps(list(ALLOWED_COMMANDS)),
+        *args,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
+    marker = [line for line in done.stderr.splitlines() if line.startswith("@@AUDIT@@")]
+    assert marker, done.stderr
+    result = json.loads(marker[-1][len("@@AUDIT@@") :])
+    result["stdout"] = done.stdout
+    return result

@@ -30,6 +30,7 @@ SCRIPTS = {
     "diag": REPO_ROOT / "scripts" / "check_optional_backends.py",
     "plan": REPO_ROOT / "scripts" / "plan_training.py",
     "vllm": REPO_ROOT / "scripts" / "check_vllm_server.py",
+    "nodes": REPO_ROOT / "scripts" / "compare_nodes.py",
 }
 PROG = {key: path.name for key, path in SCRIPTS.items()}
 MAX_RSS_BYTES = 256 * 1024 * 1024

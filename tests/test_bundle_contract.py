@@ -378,9 +378,9 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
     ),
     (
         "version-outside-section",
-        lambda r: _replace(r, "troubleshooting/SKILL.md", BODY_LINE, f"{BODY_LINE} Needs TRL 1.16 or newer."),
+        lambda r: _replace(r, "troubleshooting/SKILL.md", BODY_LINE, f"{BODY_LINE} Needs TRL 1.16.0 or newer."),
         "time_sensitive",
-        ("troubleshooting/SKILL.md:12: time-sensitive package version 'TRL 1.16' outside",),
+        ("troubleshooting/SKILL.md:12: time-sensitive package version 'TRL 1.16.0' outside",),
     ),
     (
         "pin-in-code-outside-section",
@@ -410,9 +410,9 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
     ),
     (
         "version-after-the-section",
-        lambda r: _replace(r, "SKILL.md", "Ask before starting a server.", "Ask before starting vLLM 0.31 servers."),
+        lambda r: _replace(r, "SKILL.md", "Ask before starting a server.", "Ask before starting vLLM 0.31.0 servers."),
         "time_sensitive",
-        ("SKILL.md:36: time-sensitive package version 'vLLM 0.31'",),
+        ("SKILL.md:36: time-sensitive package version 'vLLM 0.31.0'",),
     ),
     (
         "missing-version-section",
@@ -528,10 +528,11 @@ def test_broken_bundle_fails_skills_ref(tmp_path: Path, mutate: Mutation, fragme
 @pytest.mark.parametrize(
     ("text", "kind", "found"),
     [
-        ("Use TRL 1.16 here.", "package version", "TRL 1.16"),
+        ("Use TRL 1.16.0 here.", "package version", "TRL 1.16.0"),  # a pin; "TRL 1.16" alone is a release scope
         ("Pin `vllm==0.27.1` first.", "package version", "vllm==0.27.1"),
         ("Needs transformers>=5.2.", "package version", "transformers>=5.2"),
-        ("Works with vLLM 0.30+ only.", "package version", "vLLM 0.30+"),
+        ("Works with vLLM 0.30.1+ only.", "package version", "vLLM 0.30.1+"),
+        ("Scopes name TRL or vLLM only: PEFT ≥ 0.21.", "package version", "PEFT ≥ 0.21"),
         ('Run `pip install "trl[vllm]>=1.11"`.', "package version", "trl[vllm]>=1.11"),
         ("```bash\npip install 'vllm==0.31.0'\n```", "package version", "vllm==0.31.0"),
         ("Requires Python 3.11.", "package version", "Python 3.11"),
@@ -573,6 +574,10 @@ def test_time_sensitive_text_is_found(text: str, kind: str, found: str) -> None:
         "such as offloading; a new instance; as often as needed.",
         "<!-- check: vllm==0.27.1 -->",
         "## Versions (time-sensitive)\n\nTRL 1.16.0, latest as of 2026, v0.31.0.\n\n### Pins\n\nvllm==0.31.0",
+        # Inline release scopes (the claims checker verifies them against the release history).
+        "The merged fallback warns (TRL ≥ 1.14); on TRL <= 1.10 the old server runs.",
+        "| TRL 1.11–1.13 | dev-mode server | since TRL 1.11, until TRL 1.13, removed in TRL 1.8 |",
+        "Sleep mode needs vLLM ≥ 0.22 (vLLM 0.27-0.31, vLLM 0.22+, TRL 1.11 to 1.13, deprecated in TRL 1.15).",
     ],
 )
 def test_time_insensitive_text_passes(text: str) -> None:

@@ -3,94 +3,29 @@
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import pytest
 
-import diag_common
 from diagnostic_helpers import (
     SCRIPT,
     add_dist,
     add_fixture_dist,
     add_stack,
+    audit_run,
     backend,
-    base_env,
     fake_nvidia_smi,
     fake_rocm_smi,
     run_script,
 )
 
 # --- the safety promise, checked with an audit hook -------------------------------------------------------------------
-
-AUDIT_HARNESS = r"""
-import json, os, sys
-script, heavy, allowed = sys.argv[1], json.loads(sys.argv[2]), set(json.loads(sys.argv[3]))
-events = []
-WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-
-def hook(event, args):
-    if event == "open":
-        path, mode, flags = args
-        if isinstance(path, int):  # wrapping an inherited or pipe file descriptor, not a file on disk
-            return
-        if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-            mode is None and isinstance(flags, int) and flags & WRITE_FLAGS
-        ):
-            events.append(["write", str(path)])
-    elif event == "import" and str(args[0]).split(".")[0] in heavy:  # attempts count, even failed ones
-        events.append(["import", str(args[0])])
-    elif event.startswith("socket."):
-        events.append(["socket", event])
-    elif event == "subprocess.Popen":
-        executable, argv = args[0], args[1]
-        name = os.path.basename(str(executable or (argv[0] if argv else "")))
-        events.append(["popen", name] if name not in allowed else ["allowed", name])
-    elif event in ("os.system", "os.exec", "os.spawn", "os.fork", "os.forkpty", "os.startfile"):
-        events.append(["process", event])
-    elif event == "os.posix_spawn":
-        name = os.path.basename(str(args[0]))
-        if name not in allowed:
-            events.append(["process", name])
-
-sys.addaudithook(hook)
-import runpy
-sys.argv = [script, *sys.argv[4:]]
-code = 0
-try:
-    runpy.run_path(script, run_name="__main__")
-except SystemExit as exit_:
-    code = exit_.code
-loaded = sorted(m for m in heavy if m in sys.modules)
-sys.stderr.write("\n@@AUDIT@@" + json.dumps({"events": events, "heavy": loaded, "code": code}) + "\n")
-"""
-
-
-def audit_run(tmp_path: Path, sites: List[Path], args: List[str], env: Optional[Dict[str, str]] = None) -> dict:
-    env = dict(env or base_env(tmp_path / "home", tmp_path / "bin"))
-    env["PYTHONPATH"] = os.pathsep.join(str(s) for s in sites)
-    command = [
-        sys.executable,
-        "-S",
-        "-c",
-        AUDIT_HARNESS,
-        str(SCRIPT),
-        json.dumps(list(diag_common.HEAVY_MODULES)),
-        json.dumps(list(diag_common.ALLOWED_COMMANDS)),
-        *args,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
-    marker = [line for line in done.stderr.splitlines() if line.startswith("@@AUDIT@@")]
-    assert marker, done.stderr
-    result = json.loads(marker[-1][len("@@AUDIT@@") :])
-    result["stdout"] = done.stdout
-    return result
 
 
 @pytest.fixture
@@ -150,14 +85,15 @@ def test_source_parses_as_python_3_9() -> None:
 
 
 def test_no_bytecode_is_written_for_the_script_or_its_modules(tmp_path: Path) -> None:
-    """A plain ``python3 scripts/check_optional_backends.py`` leaves no __pycache__ next to any of its modules."""
+    """A plain ``python3 scripts/check_optional_backends.py`` (or compare_nodes.py) leaves no __pycache__ next to any
+    of its modules."""
     copy = tmp_path / "scripts"
     shutil.copytree(SCRIPT.parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = ""
-    for argv in (["--json"], ["--help"]):
+    for script, argv in ((SCRIPT.name, ["--json"]), (SCRIPT.name, ["--help"]), ("compare_nodes.py", ["--help"])):
         done = subprocess.run(
-            [sys.executable, str(copy / SCRIPT.name), *argv], capture_output=True, text=True, env=env, check=False
+            [sys.executable, str(copy / script), *argv], capture_output=True, text=True, env=env, check=False
         )
         assert done.returncode == 0, done.stderr
     assert not list(copy.rglob("__pycache__")) and not list(copy.rglob("*.pyc"))

@@ -685,12 +685,30 @@ def plan_cases() -> List[Case]:
 
 
 # --------------------------------------------------------------------------------------------------------------
+# compare_nodes.py (the multi-node comparison): its report files are inputs too
+# --------------------------------------------------------------------------------------------------------------
+
+NODES = "nodes"
+
+
+def nodes_cases() -> List[Case]:
+    return [
+        Case("nodes-report-fifo", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 4,
+             setup=_then(_fifo_at("a.json"), _fifo_at("b.json")), codes=(2,), names="a.json"),
+        Case("nodes-report-dev-zero", NODES, ["/dev/zero", "/dev/zero"], 4, codes=(2,), names="/dev/zero"),
+        Case("nodes-report-deep-and-nan", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 4,
+             setup=_then(_file("a.json", "[" * 100_000 + "]" * 100_000), _file("b.json", '{"schema_version": NaN}')),
+             codes=(2,)),
+    ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------------------
 # The run: every case once, four at a time
 # --------------------------------------------------------------------------------------------------------------
 
 
 def all_cases(silent_url: str) -> List[Case]:
-    return vllm_cases(silent_url) + diag_cases() + plan_cases()
+    return vllm_cases(silent_url) + diag_cases() + plan_cases() + nodes_cases()
 
 
 _SILENT = silent_listener()

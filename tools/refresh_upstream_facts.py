@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Regenerate ``tests/facts/upstream_facts.json`` from the pinned upstream releases.
+"""Regenerate ``tests/facts/upstream_facts.json`` from the pinned upstream releases, and
+``tests/facts/release_history.json`` from every release in ``HISTORY``.
 
     python3 tools/refresh_upstream_facts.py                      # download what is missing, extract, write
     python3 tools/refresh_upstream_facts.py --wheel-dir DIR      # use (and fill) another archive cache
     python3 tools/refresh_upstream_facts.py --check              # exit 1 if the committed file is stale
     python3 tools/refresh_upstream_facts.py --diff vllm 0.31.0 0.33.0   # what changed between two pinned releases
+    python3 tools/refresh_upstream_facts.py --diff trl 1.14.2 1.16.0    # ... or two releases of the release history
 
 Each pinned release is fetched with ``pip download --no-deps`` (wheels for Linux x86-64; DeepSpeed ships only an
 sdist) into a cache folder, its sha256 is checked against the one the committed facts file recorded for that same
@@ -12,12 +14,15 @@ version, and its Python sources are read as text and AST straight from the archi
 never needed. The output is deterministic: sorted keys, no timestamps, so a rerun writes the same bytes.
 
 Needs Python 3.11+ (the upstream sources use 3.10+ syntax) and PyYAML; 3.11, 3.12 and 3.13 write identical files.
-To move to a new release, edit ``PINS``.
+To move to a new release, edit ``PINS`` (releases the text is checked against) and ``HISTORY`` (releases whose
+facts are indexed for the scope checks); see README "Moving the bundle to a new TRL or vLLM release". History
+releases are indexed one at a time into ``<wheel dir>/../history/`` and large wheels are deleted once indexed.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -25,7 +30,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
 TOOLS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TOOLS_DIR.parent
@@ -35,15 +40,22 @@ if str(TOOLS_DIR) not in sys.path:
 from facts import extract_accelerate, extract_hub, extract_misc, extract_trl, extract_vllm  # noqa: E402
 from facts.archive import SourceArchive, sha256_of  # noqa: E402
 from facts.delta import make_delta  # noqa: E402
+from facts.history import build_history, flatten, history_extras  # noqa: E402
 from facts.link import link_trl_cli  # noqa: E402
 
 SCHEMA_VERSION = 1
 DEFAULT_OUTPUT = REPO_ROOT / "tests" / "facts" / "upstream_facts.json"
+HISTORY_OUTPUT_NAME = "release_history.json"  # written beside --output
+HISTORY_CACHE_VERSION = 1  # bump when an extractor changes what it reads, to re-index every cached release
 DEFAULT_WHEEL_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "scaling-and-backends" / "wheels"
 REFRESH_COMMAND = "python3 tools/refresh_upstream_facts.py"
 # Wheels are fetched for this platform whatever the maintainer's machine is (vLLM publishes Linux wheels only).
 PIP_PLATFORM_ARGS = [
     "--only-binary=:all:",
+    "--platform",
+    "manylinux_2_35_x86_64",
+    "--platform",
+    "manylinux_2_31_x86_64",
     "--platform",
     "manylinux_2_28_x86_64",
     "--platform",
@@ -86,6 +98,67 @@ PINS: List[Pin] = [
     Pin("kernels", "0.17.2", extract_misc.extract_small("kernels")),
     Pin("huggingface_hub", "2.4.0", extract_hub.extract),
 ]
+
+
+# The releases indexed for the release history (tests/facts/release_history.json): the last patch of every TRL minor
+# 1.0-1.16, the last patch of the TRL 0.x minors whose facts the text still cites, and the last patch of every vLLM
+# minor that those TRL releases' ``vllm`` extra accepts (0.10.2 ... 0.31, read from each wheel's METADATA), plus the
+# first vLLM release outside that window. Oldest first.
+HISTORY: Dict[str, List[str]] = {
+    "trl": [
+        "0.19.1",
+        "0.25.1",
+        "0.29.1",
+        "1.0.0",
+        "1.1.0",
+        "1.2.0",
+        "1.3.0",
+        "1.4.0",
+        "1.5.1",
+        "1.6.0",
+        "1.7.1",
+        "1.8.0",
+        "1.9.2",
+        "1.10.0",
+        "1.11.0",
+        "1.12.0",
+        "1.13.0",
+        "1.14.2",
+        "1.15.0",
+        "1.16.0",
+    ],
+    "vllm": [
+        "0.10.2",
+        "0.11.2",
+        "0.12.0",
+        "0.13.0",
+        "0.14.1",
+        "0.15.1",
+        "0.16.0",
+        "0.17.1",
+        "0.18.1",
+        "0.19.1",
+        "0.20.2",
+        "0.21.0",
+        "0.22.1",
+        "0.23.0",
+        "0.24.0",
+        "0.25.1",
+        "0.26.0",
+        "0.27.1",
+        "0.28.0",
+        "0.29.0",
+        "0.30.0",
+        "0.31.0",
+        "0.33.0",
+    ],
+}
+HISTORY_EXTRACTORS: Dict[str, Callable[[SourceArchive], Dict[str, object]]] = {
+    "trl": extract_trl.extract,
+    "vllm": extract_vllm.extract,
+}
+# Packages whose wheels are large: fetched one at a time and deleted after indexing unless a pin keeps them.
+LARGE_WHEELS = {"vllm"}
 
 
 class RefreshError(Exception):
@@ -248,6 +321,106 @@ def refresh(
 
 
 # --------------------------------------------------------------------------------------------------------------------
+# Release history
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def history_cache_dir(wheel_dir: Path) -> Path:
+    return wheel_dir.parent / "history"
+
+
+def previous_history_hashes(path: Path) -> Dict[str, Dict[str, str]]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    out: Dict[str, Dict[str, str]] = {}
+    for package, entry in data.get("packages", {}).items():
+        for release in entry.get("releases", []):
+            out.setdefault(package, {})[release["version"]] = release["sha256"]
+    return out
+
+
+def index_release(
+    wheel_dir: Path,
+    package: str,
+    version: str,
+    expected_sha256: Optional[str],
+    offline: bool,
+    pinned: bool,
+    log: Callable[[str], None],
+) -> Dict[str, object]:
+    """The extracted facts of one release, from the index cache or from its wheel (downloaded when missing; a large
+    wheel that no pin keeps is deleted once indexed). Returns ``{"file", "sha256", "raw"}``."""
+    cache = history_cache_dir(wheel_dir) / f"{package}-{version}.json.gz"
+    if cache.is_file():
+        try:
+            stored = json.loads(gzip.decompress(cache.read_bytes()).decode("utf-8"))
+        except (OSError, ValueError):
+            stored = {}
+        if stored.get("cache_version") == HISTORY_CACHE_VERSION and (
+            expected_sha256 is None or stored.get("sha256") == expected_sha256
+        ):
+            return stored
+    pin = Pin(package, version, HISTORY_EXTRACTORS[package])
+    existed = find_archive(wheel_dir, pin) is not None
+    path = obtain(wheel_dir, pin, expected_sha256, offline)
+    log(f"indexing {path.name}")
+    try:
+        with SourceArchive(path) as archive:
+            raw = pin.extractor(archive)
+            raw.update(history_extras(package, archive))
+        record = {"cache_version": HISTORY_CACHE_VERSION, "file": path.name, "sha256": sha256_of(path), "raw": raw}
+    finally:
+        if package in LARGE_WHEELS and not pinned and not existed:
+            path.unlink(missing_ok=True)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    cache.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+    return record
+
+
+def refresh_history(
+    wheel_dir: Path,
+    output: Path,
+    offline: bool = False,
+    accept_new_hashes: bool = False,
+    log: Callable[[str], None] = lambda message: None,
+    history: Optional[Mapping[str, Sequence[str]]] = None,
+    pins: Sequence[Pin] = tuple(PINS),
+) -> str:
+    """Index every release of ``history`` and render the release-history file text."""
+    history = HISTORY if history is None else history
+    known = {} if accept_new_hashes else previous_history_hashes(output)
+    pinned = {(p.package, p.version) for p in pins}
+    releases: Dict[str, List[Dict[str, object]]] = {}
+    for package, versions in history.items():
+        for version in versions:
+            record = index_release(
+                wheel_dir,
+                package,
+                version,
+                known.get(package, {}).get(version),
+                offline,
+                (package, version) in pinned,
+                log,
+            )
+            releases.setdefault(package, []).append(
+                {
+                    "version": version,
+                    "file": record["file"],
+                    "sha256": record["sha256"],
+                    "flat": flatten(package, record["raw"]),  # type: ignore[arg-type]
+                }
+            )
+    document = build_history(releases)
+    document["generated_by"] = REFRESH_COMMAND
+    return render(document)
+
+
+# --------------------------------------------------------------------------------------------------------------------
 # Diff between two stored versions
 # --------------------------------------------------------------------------------------------------------------------
 
@@ -259,6 +432,9 @@ def version_diff(facts_path: Path, package: str, old: str, new: str) -> str:
     from skill_claims import Facts  # the checker's loader applies the deltas
 
     facts = Facts.load(facts_path)
+    stored = facts.data["packages"].get(package, {}).get("versions", {})
+    if old not in stored or new not in stored:
+        return history_diff(facts_path.parent / HISTORY_OUTPUT_NAME, package, old, new)
     a = facts.version_facts(package, old)
     b = facts.version_facts(package, new)
     lines: List[str] = [f"{package} {old} -> {new}"]
@@ -291,6 +467,29 @@ def version_diff(facts_path: Path, package: str, old: str, new: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def history_diff(history_path: Path, package: str, old: str, new: str) -> str:
+    """What changed between two releases of the release history (for releases that are not pins)."""
+    data = json.loads(history_path.read_text(encoding="utf-8"))
+    entry = data["packages"][package]
+    versions = [r["version"] for r in entry["releases"]]
+    if old not in versions or new not in versions:
+        raise KeyError(f"{package} {old} or {new} is neither a pin nor in {history_path.name}")
+    i, j = versions.index(old), versions.index(new)
+    lines = [f"{package} {old} -> {new} (release history)"]
+    for kind in sorted(entry["facts"]):
+        added, removed = [], []
+        for bits, keys in entry["facts"][kind].items():
+            if bits[j] == "1" and bits[i] == "0":
+                added += keys
+            elif bits[i] == "1" and bits[j] == "0":
+                removed += keys
+        lines.append(f"{kind}: +{len(added)} -{len(removed)}")
+        if kind != "message":  # message templates are long; their count says enough
+            lines.extend(f"  + {key}" for key in sorted(added))
+            lines.extend(f"  - {key}" for key in sorted(removed))
+    return "\n".join(lines) + "\n"
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # CLI
 # --------------------------------------------------------------------------------------------------------------------
@@ -304,7 +503,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="facts file to write")
     parser.add_argument("--offline", action="store_true", help="never download; every archive must be cached")
     parser.add_argument(
-        "--check", action="store_true", help="do not write; exit 1 if the regenerated text differs from --output"
+        "--check",
+        action="store_true",
+        help=f"do not write; exit 1 if --output or the {HISTORY_OUTPUT_NAME} beside it is stale",
     )
     parser.add_argument(
         "--accept-new-hashes",
@@ -315,7 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--diff",
         nargs=3,
         metavar=("PACKAGE", "OLD", "NEW"),
-        help="print what changed between two versions stored in --output, then exit",
+        help="print what changed between two stored versions (pins, or releases of the release history), then exit",
     )
     return parser
 
@@ -343,16 +544,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (RefreshError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    history_output = args.output.parent / HISTORY_OUTPUT_NAME
+    try:
+        history_text = refresh_history(
+            args.wheel_dir,
+            history_output,
+            args.offline,
+            args.accept_new_hashes,
+            log=lambda message: print(message, file=sys.stderr),
+        )
+    except (RefreshError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    outputs = [(args.output, text), (history_output, history_text)]
     if args.check:
-        current = args.output.read_text(encoding="utf-8") if args.output.is_file() else ""
-        if current != text:
-            print(f"{args.output} is stale: run {REFRESH_COMMAND}", file=sys.stderr)
-            return 1
-        print(f"{args.output} is up to date", file=sys.stderr)
-        return 0
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text, encoding="utf-8")
-    print(f"wrote {args.output} ({len(text.encode('utf-8'))} bytes)", file=sys.stderr)
+        stale = False
+        for path, new_text in outputs:
+            current = path.read_text(encoding="utf-8") if path.is_file() else ""
+            if current != new_text:
+                print(f"{path} is stale: run {REFRESH_COMMAND}", file=sys.stderr)
+                stale = True
+            else:
+                print(f"{path} is up to date", file=sys.stderr)
+        return 1 if stale else 0
+    for path, new_text in outputs:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(new_text, encoding="utf-8")
+        print(f"wrote {path} ({len(new_text.encode('utf-8'))} bytes)", file=sys.stderr)
     return 0
 
 

@@ -31,9 +31,11 @@ REPO_ROOT = TOOLS_DIR.parent
 if str(TOOLS_DIR) not in sys.path:
     sys.path.insert(0, str(TOOLS_DIR))
 
+import claim_scopes  # noqa: E402
 from facts.delta import apply_delta  # noqa: E402
 
 DEFAULT_FACTS = REPO_ROOT / "tests" / "facts" / "upstream_facts.json"
+HISTORY_NAME = "release_history.json"  # beside the facts file
 DEFAULT_ALLOWLIST = REPO_ROOT / "tests" / "claims_allowlist.txt"
 SKILL_DIRS = ("backend-selection", "vllm-reference", "troubleshooting")
 VERSIONS_HEADING = "Versions (time-sensitive)"
@@ -100,6 +102,8 @@ class Failure:
     note: str = ""
 
     def format(self) -> str:
+        if self.kind.startswith("scope"):
+            return f"{self.path}:{self.line}: [{self.kind}] {self.identifier!r} {self.where}; {self.note}"
         text = f"{self.path}:{self.line}: [{self.kind}] {self.identifier!r} not found in {self.where}"
         if self.nearest:
             text += "; nearest: " + ", ".join(self.nearest)
@@ -763,6 +767,9 @@ def _blockquote_line(
         if not rest:
             doc.spans.append(InlineSpan(text, number, section, "message", marker, marker_line))
             return
+        if claim_scopes.is_scope_only(rest):  # ``> `message` (TRL ≥ 1.14)``: a scoped upstream message
+            doc.spans.append(InlineSpan(text, number, section, "message", marker, marker_line))
+            return
         if rest.startswith("(") and rest.endswith(")"):
             role = "cited" if CITATION_RE.search(rest) else "uncited"
             doc.spans.append(InlineSpan(text, number, section, role, marker, marker_line))
@@ -825,15 +832,35 @@ class Allowlist:
 # ====================================================================================================================
 
 
+@lru_cache(maxsize=4)
+def load_history(path: Path) -> Optional[claim_scopes.History]:
+    """The release history beside the facts file; None when there is none (scopes are then not checked)."""
+    if not Path(path).is_file():
+        return None
+    return claim_scopes.History.load(path)
+
+
+def _quote_matcher(quote: str, template: str) -> bool:
+    return quote_matches_template(quote, template)
+
+
 class Checker:
-    def __init__(self, facts: Facts, root: Path = REPO_ROOT, allowlist: Optional[Allowlist] = None) -> None:
+    def __init__(
+        self,
+        facts: Facts,
+        root: Path = REPO_ROOT,
+        allowlist: Optional[Allowlist] = None,
+        facts_path: Path = DEFAULT_FACTS,
+    ) -> None:
         self.facts = facts
+        self.facts_path = Path(facts_path)
         self.root = root
         self.allowlist = allowlist or Allowlist({}, [])
         self._contexts: Dict[str, Context] = {}
         self._script_specs: Dict[str, Optional[CliSpec]] = {}
         self.failures: List[Failure] = []
         self.claims: List[Tuple[str, int, str, str]] = []
+        self.resolved: List[Tuple[str, claim_scopes.Resolved]] = []  # scope-checked claims, per file
 
     # ---- contexts ------------------------------------------------------------------------------------------------
 
@@ -903,6 +930,83 @@ class Checker:
                 self.check_yaml_block(rel, block, ctx)
             elif block.lang == "json":
                 self.check_json_block(rel, block, ctx)
+        first_claim = len(self.claims)
+        self._check_spans(rel, doc)
+        self.check_scopes(rel, path.read_text(encoding="utf-8"), self.claims[first_claim:])
+
+    def check_scopes(self, rel: str, text: str, claims: Sequence[Tuple[str, int, str, str]]) -> None:
+        """Release scopes: each claim against every release of its inline scope or the file's window."""
+        history = self.history
+        if history is None:
+            return
+        baseline = {p: self.facts.primary(p) for p in ("trl", "vllm") if p in self.facts.packages}
+        foreign = self._foreign_names()
+        resolved: List[claim_scopes.Resolved] = []
+        found = claim_scopes.check_scopes(
+            history,
+            text,
+            [(line, kind, ident) for _, line, kind, ident in claims],
+            _quote_matcher,
+            baseline,
+            lambda kind, ident: kind != "message" and ident.rsplit(".", 1)[-1] in foreign.get(kind, ()),
+            resolved,
+        )
+        self.resolved.extend((rel, item) for item in resolved)
+        for failure in found:
+            if self.allowlist.allows(failure.identifier):
+                continue
+            self.failures.append(
+                Failure(rel, failure.line, failure.kind, failure.identifier, failure.where, (), failure.note)
+            )
+
+    def _foreign_names(self) -> Dict[str, Set[str]]:
+        """Names the pinned packages outside the release history also define (``gradient_accumulation_steps`` is a
+        transformers field, ``--mixed_precision`` an ``accelerate launch`` flag): their scope is not TRL's or vLLM's,
+        so they are not scope-checked."""
+        cached = self.__dict__.get("_foreign")
+        if cached is not None:
+            return cached
+        ctx = self.context()
+        history = self.history
+        tracked = set(history.releases) if history is not None else set()
+        names: Set[str] = set()
+        for package, package_names in ctx.package_names.items():
+            if package not in tracked:
+                names |= package_names
+        for infos in ctx.classes.values():
+            for info in infos:
+                if info.package not in tracked:
+                    names.add(info.qualified.rsplit(".", 1)[-1])
+                    names |= set(info.fields) | set(info.init_params or {})
+        flags: Set[str] = set()
+        for name, spec in ctx.clis.items():
+            if name.split(" ", 1)[0] not in tracked:
+                flags |= set(spec.flags)
+        for spec in self._all_script_specs():
+            if spec is not None:
+                flags |= set(spec.flags)
+        flags |= {"--" + f[2:].replace("-", "_") for f in flags if f.startswith("--")}
+        flags |= {"--" + f[2:].replace("_", "-") for f in flags if f.startswith("--")}
+        env = {n for n, sources in ctx.env.items() if any(src.split(" ", 1)[0] not in tracked for src in sources)}
+        foreign = {
+            "identifier": names,
+            "yaml-key": names,
+            "class": names,
+            "field": names,
+            "kwarg": names,
+            "flag": flags,
+            "env": env,
+        }
+        self.__dict__["_foreign"] = foreign
+        return foreign
+
+    @property
+    def history(self) -> Optional[claim_scopes.History]:
+        if "_history" not in self.__dict__:
+            self.__dict__["_history"] = load_history(self.facts_path.parent / HISTORY_NAME)
+        return self.__dict__["_history"]
+
+    def _check_spans(self, rel: str, doc: MarkdownDoc) -> None:
         for span in doc.spans:
             in_versions = span.section.startswith(VERSIONS_HEADING)
             ctx = self._block_context(rel, span.marker_line, span.marker)
@@ -1719,7 +1823,7 @@ def check_paths(
     allowlist_path: Optional[Path] = DEFAULT_ALLOWLIST,
 ) -> Tuple[List[Failure], Checker]:
     allowlist = Allowlist.load(allowlist_path)
-    checker = Checker(Facts.load(facts_path), root, allowlist)
+    checker = Checker(Facts.load(facts_path), root, allowlist, facts_path)
     for path in paths:
         checker.check_file(path)
     return sorted(set(checker.failures), key=lambda f: (f.path, f.line, f.kind, f.identifier)), checker
@@ -1732,6 +1836,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--facts", type=Path, default=DEFAULT_FACTS, help="facts file")
     parser.add_argument("--allowlist", type=Path, default=DEFAULT_ALLOWLIST, help="allow-list file")
     parser.add_argument("--claims", action="store_true", help="print every claim found instead of failures")
+    parser.add_argument(
+        "--scopes",
+        action="store_true",
+        help="print each scope-checked claim with the releases it is stated for and where it holds",
+    )
     return parser
 
 
@@ -1746,6 +1855,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.claims:
         for path, line, kind, identifier in checker.claims:
             print(f"{path}:{line}: [{kind}] {identifier}")
+        return 0
+    if args.scopes and checker.history is not None:
+        history = checker.history
+        for path, item in checker.resolved:
+            stated = history.label(item.package, item.scope)
+            holds = history.label(item.package, history.mask_indices(item.package, item.mask))
+            claim = _shorten(item.identifier, 80)
+            print(f"{path}:{item.line}: [{item.kind}] {claim} stated for {stated}; holds in {holds}")
         return 0
     problems = list(checker.allowlist.problems)
     if not args.files:
