@@ -1,4 +1,4 @@
-"""scripts/check_vllm_server.py: the rule functions, judged on parsed snapshots (no network).
+"""scripts/vllm_rules_server.py: the rules that judge one server, on parsed snapshots (no network).
 
 The snapshots are built from the same vLLM-shaped bodies the loopback server serves (tests/fake_vllm_server.py,
 tests/fixtures/vllm_server/); each expected outcome reproduces TRL 1.16's ``select_adapter_sync``
@@ -7,93 +7,12 @@ tests/fixtures/vllm_server/); each expected outcome reproduces TRL 1.16's ``sele
 
 from __future__ import annotations
 
-import json
-import socket
-import ssl
-import threading
-import time
-import urllib.error
-from typing import Any, Dict, List, Optional
-
 import pytest
 
-import vllm_cli as vcli
 import vllm_data as vdata
-import vllm_fetch as vfetch
-import vllm_rules_replicas as vreplicas
 import vllm_rules_server as vrules
-import vllm_trl_facts as vfacts
-from fake_vllm_server import model_list, server_info
-from safe_output import Scrubber
-
-
-def snapshot(
-    url: str = "http://replica-a:8000",
-    *,
-    version: str = "0.31.0",
-    adapters: tuple = ("trl-policy-v3",),
-    models: Optional[Dict[str, Any]] = None,
-    info: Optional[Dict[str, Any]] = None,
-    info_status: int = 200,
-    info_body: Optional[bytes] = None,
-    health: int = 200,
-) -> vdata.Snapshot:
-    """A parsed snapshot as probe_server would leave it after four answered GETs."""
-    if info is None:  # the fixture closest to the reported version
-        info = server_info("0.27.1" if version.startswith("0.27") else "0.31.0")
-    snap = vdata.Snapshot(url=url)
-    snap.responses[vdata.ROUTE_HEALTH] = vdata.Response(vdata.ROUTE_HEALTH, status=health, body=b"")
-    snap.responses[vdata.ROUTE_VERSION] = vdata.Response(
-        vdata.ROUTE_VERSION, status=200, body=json.dumps({"version": version}).encode()
-    )
-    snap.responses[vdata.ROUTE_MODELS] = vdata.Response(
-        vdata.ROUTE_MODELS, status=200, body=json.dumps(models or model_list(adapters)).encode()
-    )
-    if info_status == 200:
-        body = json.dumps(info).encode()
-    else:
-        body = info_body if info_body is not None else b'{"detail":"Not Found"}'
-    snap.responses[vdata.ROUTE_SERVER_INFO] = vdata.Response(vdata.ROUTE_SERVER_INFO, status=info_status, body=body)
-    return snap
-
-
-def intent(**overrides: Any) -> vdata.Intent:
-    values: Dict[str, Any] = {
-        "trainer": "async-grpo",
-        "lora_rank": 16,
-        "max_staleness": 4,
-        "max_length": 4096,
-        "model": None,
-        "adapters": (),
-        "importance_sampling_correction": True,
-        "auth_env": None,
-    }
-    values.update(overrides)
-    return vdata.Intent(**values)
-
-
-TRL_RANGE = {"trl_installed": False, "trl_version": "1.16.0", "vllm_spec": ">=0.22.0,<=0.31.0", "source": "test"}
-
-
-def judge(snap: vdata.Snapshot, the_intent: vdata.Intent, local_vllm: Optional[str] = None):
-    return vrules.judge_server(snap, the_intent, TRL_RANGE, local_vllm)
-
-
-def ids(findings: List[vdata.Finding], severity: Optional[str] = None) -> List[str]:
-    return [f.id for f in findings if severity is None or f.severity == severity]
-
-
-def by_id(findings: List[vdata.Finding], finding_id: str) -> vdata.Finding:
-    matches = [f for f in findings if f.id == finding_id]
-    assert len(matches) == 1, (finding_id, ids(findings))
-    return matches[0]
-
-
-def lora(info: Dict[str, Any]) -> Dict[str, Any]:
-    return info["vllm_config"]["lora_config"]
-
-
-# --- round_lora_rank: vLLM's MaxLoRARanks (vllm/config/lora.py:27) and TRL's round_lora_rank -----------------------
+from fake_vllm_server import server_info
+from vllm_helpers import by_id, ids, intent, judge, lora, snapshot
 
 
 @pytest.mark.parametrize(
@@ -101,9 +20,6 @@ def lora(info: Dict[str, Any]) -> Dict[str, Any]:
 )
 def test_round_lora_rank_matches_vllm_choices(rank, expected):
     assert vrules.round_lora_rank(rank) == expected
-
-
-# --- the good server ------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("version", ["0.27.1", "0.31.0"])
@@ -119,9 +35,6 @@ def test_full_finetuning_needs_weight_transfer_but_not_lora():
     outcome, findings = judge(snapshot(info=info), intent(lora_rank=None))
     assert outcome.mode == "full-weights"
     assert ids(findings, "error") == [] and ids(findings, "warning") == []
-
-
-# --- select_adapter_sync, in TRL's order ----------------------------------------------------------------------------
 
 
 def test_lora_config_null_is_merged_fallback_with_trl_warning_and_enable_lora_fix():
@@ -241,9 +154,6 @@ def test_adapter_only_does_not_need_weight_transfer():
     assert outcome.mode == "adapter-only" and "weight-transfer-missing" not in ids(findings)
 
 
-# --- GRPO server mode -----------------------------------------------------------------------------------------------
-
-
 def test_grpo_without_weight_transfer_config_fails_at_startup():
     info = server_info()
     info["vllm_config"]["weight_transfer_config"] = None
@@ -275,9 +185,6 @@ def test_logprobs_mode_is_only_info_when_grpo_correction_is_off():
     info["vllm_config"]["model_config"]["logprobs_mode"] = "raw_logprobs"
     _, findings = judge(snapshot(info=info), intent(trainer="grpo", importance_sampling_correction=False))
     assert by_id(findings, "logprobs-mode").severity == "info"
-
-
-# --- dev mode, models, lengths, versions ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("trainer", ["grpo", "async-grpo"])
@@ -335,85 +242,6 @@ def test_trainer_side_vllm_across_the_nccl_protocol_gate():
     assert "trainer-vllm-differs" not in ids(findings)
 
 
-def test_installed_trl_range_is_read_from_its_metadata(tmp_path, monkeypatch):
-    dist = tmp_path / "trl-9.9.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: trl\nVersion: 9.9.0\nProvides-Extra: vllm\n"
-        'Requires-Dist: accelerate>=1.10.1\nRequires-Dist: vllm<=0.27.1,>=0.22.0; extra == "vllm"\n'
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    found = vfacts.trl_vllm_range()
-    assert found["trl_installed"] and found["trl_version"] == "9.9.0"
-    assert sorted(found["vllm_spec"].split(",")) == ["<=0.27.1", ">=0.22.0"]
-
-
-# --- across replicas ------------------------------------------------------------------------------------------------
-
-
-def replicas(*snaps: vdata.Snapshot, the_intent: Optional[vdata.Intent] = None) -> List[vdata.Finding]:
-    the_intent = the_intent or intent()
-    outcomes = [judge(s, the_intent)[0] for s in snaps]
-    return vreplicas.check_replicas(snaps, outcomes, the_intent)
-
-
-def test_replica_missing_the_current_adapter_is_an_error_on_that_replica():
-    a = snapshot("http://a:8000", adapters=("trl-policy-v6", "trl-policy-v7"))
-    b = snapshot("http://b:8000", adapters=("trl-policy-v6",))
-    findings = replicas(a, b)
-    finding = by_id(findings, "adapter-missing-on-replica")
-    assert finding.server == "http://b:8000" and "current policy adapter `trl-policy-v7`" in finding.message
-
-
-def test_policy_versions_trl_already_unloaded_may_differ():
-    # max_staleness 4: after v9, TRL has unloaded v4 and older (async_grpo_trainer.py:1847-1849).
-    a = snapshot("http://a:8000", adapters=("trl-policy-v3", "trl-policy-v9"))
-    b = snapshot("http://b:8000", adapters=("trl-policy-v9",))
-    assert "adapter-missing-on-replica" not in ids(replicas(a, b))
-
-
-def test_replica_serving_its_base_model_under_the_adapter_name():
-    a = snapshot("http://a:8000", adapters=("trl-policy-v7",))
-    b = snapshot("http://b:8000", models=model_list(served_names=("Qwen/Qwen3-0.6B", "trl-policy-v7")))
-    findings = replicas(a, b)
-    assert by_id(findings, "base-served-as-adapter").server == "http://b:8000"
-
-
-def test_replicas_must_agree_on_model_and_lora_limits():
-    info = server_info()
-    info["vllm_config"]["model_config"]["model"] = "other"
-    lora(info)["max_loras"] = 8
-    a = snapshot("http://a:8000")
-    b = snapshot("http://b:8000", info=info, models=model_list(("trl-policy-v3",), base="Qwen/Qwen3-8B"))
-    findings = replicas(a, b)
-    assert {"replica-model-mismatch", "replica-lora-mismatch"} <= set(ids(findings, "error"))
-
-
-def test_agreeing_replicas_give_only_the_fanout_note():
-    findings = replicas(snapshot("http://a:8000"), snapshot("http://b:8000"))
-    assert ids(findings) == ["proxy-fanout"]
-
-
-# --- transport ------------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("error", "kind"),
-    [
-        (urllib.error.URLError(socket.gaierror(-2, "Name or service not known")), "dns"),
-        (urllib.error.URLError(ConnectionRefusedError(111, "Connection refused")), "refused"),
-        (urllib.error.URLError(socket.timeout("timed out")), "timeout"),
-        (socket.timeout("timed out"), "timeout"),
-        (urllib.error.URLError(ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")), "tls"),
-        (urllib.error.URLError(ssl.SSLCertVerificationError(1, "certificate verify failed")), "tls"),
-        (vfetch.RedirectRefused(302, "http://evil:80"), "redirect"),
-        (ConnectionResetError(104, "Connection reset by peer"), "connection"),
-    ],
-)
-def test_classify_error(error, kind):
-    assert vfetch.classify_error(error)[0] == kind
-
-
 def test_unreachable_server_gets_one_error_and_no_outcome():
     snap = vdata.Snapshot(url="http://a:8000")
     snap.responses[vdata.ROUTE_HEALTH] = vdata.Response(
@@ -441,59 +269,6 @@ def test_html_body_is_reported_as_non_json():
     )
     _, findings = judge(snap, intent())
     assert "an HTML page" in by_id(findings, "non-json").message
-
-
-# --- CLI surface ----------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        ("http://replica-a:8000/", "http://replica-a:8000"),
-        ("HTTPS://Host.example/vllm-a/", "https://host.example/vllm-a"),
-        ("http://[::1]:8000", "http://[::1]:8000"),
-    ],
-)
-def test_normalize_url(raw, expected):
-    assert vcli.normalize_url(raw) == expected
-
-
-@pytest.mark.parametrize("raw", ["ftp://host", "host:8000", "http://user:s3cr3t-pass@host:8000", "http://h:8000/?a=1"])
-def test_normalize_url_rejects_and_never_echoes_credentials(raw):
-    with pytest.raises(vcli.UsageError) as caught:
-        vcli.normalize_url(raw)
-    assert "s3cr3t" not in str(caught.value)
-
-
-def test_scrubber_replaces_a_registered_token():
-    scrubber = Scrubber()
-    scrubber.add("tok-123456")
-    assert scrubber("header Bearer tok-123456 seen") == "header Bearer <redacted> seen"
-
-
-def test_parser_exposes_the_documented_flags_and_help():
-    parser = vcli.build_parser()
-    flags = {opt for action in parser._actions for opt in action.option_strings}
-    assert {
-        "--vllm-url",
-        "--trainer",
-        "--lora-rank",
-        "--max-staleness",
-        "--max-length",
-        "--model",
-        "--adapter",
-        "--auth-env",
-        "--timeout",
-        "--deadline",
-        "--json",
-        "--require",
-        "--no-importance-sampling-correction",
-    } <= flags
-    text = parser.format_help()
-    for route in vdata.ROUTES:
-        assert route in text
-    assert "exit codes" in text and "--require given and the verdict is not ok" in text
-    assert parser.get_default("max_staleness") == 4 and parser.get_default("trainer") == "async-grpo"
 
 
 def test_a_proxy_refusing_every_route_gives_one_auth_finding():
@@ -528,41 +303,3 @@ def test_peft_config_note_only_when_trl_would_validate_the_adapter():
     off = snapshot(info_status=404)
     assert "adapter-config-unseen" in ids(vrules.global_notes([good], the_intent, [judge(good, the_intent)[0]]))
     assert vrules.global_notes([off], the_intent, [judge(off, the_intent)[0]]) == []
-
-
-def test_probe_all_returns_at_the_deadline_even_if_a_request_never_returns(monkeypatch):
-    """A hung DNS lookup ignores socket timeouts; the total deadline must still hold (real threads, no network)."""
-    release = threading.Event()
-
-    def hanging_fetch(opener, base_url, route, headers, timeout_s, deadline):
-        if "hung" in base_url:
-            release.wait(30)
-        return vdata.Response(route, status=200, body=b'{"version": "0.31.0"}')
-
-    monkeypatch.setattr(vfetch, "fetch", hanging_fetch)
-    started = time.monotonic()
-    try:
-        snaps = vfetch.probe_all(["http://hung:8000", "http://fine:8000"], {}, 0.2, 0.5)
-    finally:
-        release.set()
-    assert time.monotonic() - started < 1.5
-    hung, fine = snaps
-    assert hung.responses[vdata.ROUTE_HEALTH].error_kind == "deadline"
-    assert all(r.status == 200 for r in fine.responses.values()) and len(fine.responses) == 4
-
-
-def test_proxy_for_follows_the_environment_and_hides_proxy_credentials(monkeypatch):
-    for name in ("http_proxy", "https_proxy", "no_proxy", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.upper(), raising=False)
-    assert vfetch.proxy_for("http://replica-a:8000") is None
-    monkeypatch.setenv("HTTP_PROXY", "http://user:pw@proxy.example:3128")
-    monkeypatch.setenv("NO_PROXY", "replica-b")
-    assert vfetch.proxy_for("http://replica-a:8000") == "http://proxy.example:3128"
-    assert vfetch.proxy_for("http://replica-b:8000") is None
-    assert vfetch.proxy_for("https://replica-a:8000") is None  # no HTTPS_PROXY
-
-
-def test_help_documents_the_connect_through_an_https_proxy():
-    text = " ".join(vcli.build_parser().format_help().split())
-    assert "CONNECT request to the proxy" in text and "HTTPS_PROXY" in text
