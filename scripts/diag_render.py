@@ -6,7 +6,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from diag_common import REDACTED, STACK_IDS, TOOL, fmt_mib, redact_value
+from diag_common import REDACTED, STACK_IDS, TOOL, fmt_mib
 from diag_node import node_text
 from diag_release_diff import render_lines
 
@@ -17,8 +17,7 @@ def sanitize(value: Any, home: Optional[str], secrets: Sequence[str]) -> Any:
         return {k: sanitize(v, home, secrets) for k, v in value.items()}
     if isinstance(value, list):
         return [sanitize(v, home, secrets) for v in value]
-    if isinstance(value, str):
-        value = redact_value(value)
+    if isinstance(value, str):  # token shapes are scrubbed once, from the whole output, when it is written
         for secret in secrets:
             if secret in value:
                 value = value.replace(secret, REDACTED)

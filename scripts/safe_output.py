@@ -84,29 +84,24 @@ _AUTH_HEADER = re.compile(
 _BEARER = re.compile(r"(?i)\b(bearer\s+)(?=[A-Za-z0-9._~+/=\-]*[0-9])([A-Za-z0-9._~+/=\-]{8,})")
 # name=value pairs. An exact secret name scrubs any value; a name that only contains one (CACHE_KEY, SSH_AUTH_SOCK)
 # scrubs only a value that looks like a secret.
-_EXACT_NAMES = (
-    r"token|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|key|api[_-]?key|apikey|secret|"
-    r"client[_-]?secret|password|passwd|pwd|sig|signature|x-amz-signature|x-amz-credential"
+_EXACT_NAME = re.compile(
+    r"(?i)(?:token|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|key|api[_-]?key|apikey|secret|"
+    r"client[_-]?secret|password|passwd|pwd|sig|signature|x-amz-signature|x-amz-credential)"
 )
-_PARAM = re.compile(
-    r"(?i)(?<![A-Za-z0-9_.\-])(?P<name>(?:" + _EXACT_NAMES + r"))(?P<sep>\s*=\s*)(?P<value>[^\s&,;\"'<>)\]}]+)"
-)
-_NAMED = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(?P<name>[A-Za-z0-9_\-]*(?:token|key|secret|password|passwd|pwd|auth|credential)"
-    r"[A-Za-z0-9_\-]*)(?P<sep>\s*=\s*[\"']?)(?P<value>[^\s&,;\"'<>)\]}]+)"
+_SECRET_WORD = re.compile(r"(?i)token|key|secret|password|passwd|pwd|auth|credential")
+# One pass over name=value pairs (a linear scan: the name is a whole identifier); the callback decides.
+_ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z0-9_\-]+)(?P<sep>\s*=\s*[\"']?)(?P<value>[^\s&,;\"'<>)\]}]+)"
 )
 # "hf_token": "value" in JSON or a dict repr.
-_QUOTED_NAMED = re.compile(
-    r"(?i)(?P<name>[\"'][A-Za-z0-9_\-]*(?:token|key|secret|password|passwd|pwd|auth|credential)[A-Za-z0-9_\-]*"
-    r"[\"']\s*:\s*[\"'])(?P<value>[^\"'\s]+)"
-)
+_QUOTED_ASSIGNMENT = re.compile(r"(?P<name>(?P<q>[\"'])[A-Za-z0-9_\-]+(?P=q)\s*:\s*[\"'])(?P<value>[^\"'\s]+)")
 _COMMON_VALUE = re.compile(
     r"(?i)^(?:[-+]?[0-9][0-9.,_:]*|true|false|yes|no|on|off|none|null|nil|unset|empty|auto|default|"
     r"[a-z]{1,7}|\*+|x+|<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|[~.]?/.*|[A-Za-z]:\\.*)$"
 )
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _SCHEMES_WORDS = ("basic", "bearer", "token", "digest")
-_RUN = re.compile(r"\S+")
+_RUN_WITH_AT = re.compile(r"[^\s@]*@\S*")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
@@ -224,27 +219,34 @@ def scrub_shapes(text: str) -> str:
         lambda m: m.group(0) if m.group(2).lower() in _SCHEMES_WORDS else m.group(1) + REDACTED, text
     )
     text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _PARAM.sub(_param_value, text)
-    for pattern in (_NAMED, _QUOTED_NAMED):
-        text = pattern.sub(
-            lambda m: (
-                m.group("name") + (m.groupdict().get("sep") or "") + REDACTED
-                if looks_like_secret(m.group("value"))
-                else m.group(0)
-            ),
-            text,
-        )
+    text = _ASSIGNMENT.sub(_assignment, text)
+    text = _QUOTED_ASSIGNMENT.sub(
+        lambda m: (
+            m.group("name") + REDACTED
+            if _SECRET_WORD.search(m.group("name")) and looks_like_secret(m.group("value"))
+            else m.group(0)
+        ),
+        text,
+    )
     if "@" in text:
-        text = _RUN.sub(lambda m: _userinfo(m.group(0)) if "@" in m.group(0) else m.group(0), text)
+        text = _RUN_WITH_AT.sub(lambda m: _userinfo(m.group(0)), text)
     return text
 
 
-def _param_value(match: re.Match[str]) -> str:
-    value = match.group("value")
-    weak = match.group("name").lower() == "key"  # "key=3.11" is as often a cache key as a credential
-    if value.startswith(REDACTED) or (_COMMON_VALUE.match(value) and (weak or value.startswith("<"))):
+def _assignment(match: re.Match[str]) -> str:
+    """name=value: an exact secret name hides any value but a placeholder (and ``key`` keeps a common value, as in
+    a cache key); a name that only contains a secret word hides only a value that looks like a secret."""
+    name, value = match.group("name"), match.group("value")
+    bare = name.lstrip("-")
+    if value.startswith(REDACTED):
         return match.group(0)
-    return match.group("name") + match.group("sep") + REDACTED
+    if _EXACT_NAME.fullmatch(bare):
+        if _COMMON_VALUE.match(value) and (bare.lower() == "key" or value.startswith("<")):
+            return match.group(0)
+        return name + match.group("sep") + REDACTED
+    if _SECRET_WORD.search(bare) and looks_like_secret(value):
+        return name + match.group("sep") + REDACTED
+    return match.group(0)
 
 
 SCRUBBER = Scrubber()

@@ -4,6 +4,9 @@
   ``subprocess``, ``os.system``/``os.popen`` or ``urlopen`` outside the shared helpers.
 - The entry scripts write no bytecode, even with ``PYTHONDONTWRITEBYTECODE`` unset.
 - Piped into a reader that closes early, each script ends quietly.
+
+The default diagnostic's cost (within 2x a bare metadata scan) is held by
+tests/test_check_optional_backends_benchmark.py.
 """
 
 from __future__ import annotations
@@ -119,33 +122,3 @@ def test_entry_scripts_run_main_through_the_shared_runner(script: str) -> None:
     tree = ast.parse((SCRIPTS_DIR / script).read_text(encoding="utf-8"))
     guard = [node for node in tree.body if isinstance(node, ast.If) and "__main__" in ast.dump(node.test)]
     assert guard and "run_cli" in ast.dump(guard[0]), f"{script}: __main__ does not call run_cli(main, ...)"
-
-
-def _cpu_seconds(argv: List[str], env: Dict[str, str]) -> float:
-    """User + system CPU time of one run (steadier than wall time on a loaded machine)."""
-    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    assert process.returncode == 0, argv
-    return usage.ru_utime + usage.ru_stime
-
-
-def test_the_default_diagnostic_stays_within_twice_a_bare_metadata_scan(tmp_path: Path) -> None:
-    """The hardened reads (stat before open, caps, validation) keep the default run cheap: the median CPU-time ratio
-    of nine back-to-back pairs, against importlib.metadata reading every distribution's name, version and
-    requirements."""
-    from diagnostic_helpers import add_stack, base_env
-
-    add_stack(tmp_path / "site")
-    env = base_env(tmp_path / "home", tmp_path / "bin")
-    env["PYTHONPATH"] = str(tmp_path / "site")
-    scan = "import importlib.metadata as m\nfor d in m.distributions(): d.metadata['Name']; d.version; d.requires\n"
-    commands = {
-        "scan": [sys.executable, "-S", "-c", scan],
-        "diagnostic": [sys.executable, "-S", str(SCRIPTS_DIR / "check_optional_backends.py")],
-    }
-    ratios: List[float] = []
-    for _ in range(9):  # back to back, so both runs of a pair see the same machine load
-        scan_s = _cpu_seconds(commands["scan"], env)
-        ratios.append(_cpu_seconds(commands["diagnostic"], env) / scan_s)
-    assert sorted(ratios)[len(ratios) // 2] <= 2.0, sorted(round(r, 2) for r in ratios)
