@@ -109,9 +109,9 @@ def test_a_hang_is_killed_at_the_deadline_even_with_a_grandchild_holding_the_pip
     code = "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
     code += "print('started', flush=True)\ntime.sleep(30)"
     started = time.monotonic()
-    result = run_capped(_py(code), timeout=1.0)
+    result = run_capped(_py(code), timeout=0.8)
     assert result.status == "timeout" and result.stdout == "started\n"
-    assert time.monotonic() - started < 3.5
+    assert time.monotonic() - started < 3.0
 
 
 def test_a_grandchild_that_escapes_the_group_cannot_hold_the_reader() -> None:
@@ -121,9 +121,9 @@ def test_a_grandchild_that_escapes_the_group_cannot_hold_the_reader() -> None:
         "print('bye')"
     )
     started = time.monotonic()
-    result = run_capped(_py(code), timeout=1.5)
+    result = run_capped(_py(code), timeout=0.8)
     assert result.stdout == "bye\n"
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < 3
 
 
 # --- HTTP ----------------------------------------------------------------------------------------------------------
@@ -200,9 +200,9 @@ def test_http_compressed_body_is_not_inflated(server: str) -> None:
 
 def test_http_drip_stops_at_the_total_deadline(server: str) -> None:
     started = time.monotonic()
-    result = _get(server + "/drip", timeout=5.0, deadline_s=1.0)
+    result = _get(server + "/drip", timeout=5.0, deadline_s=0.5)
     assert result.error_kind == "deadline"
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 1.5
 
 
 def test_http_redirect_loop_is_named(server: str) -> None:
