@@ -124,8 +124,8 @@ EXPECTED_BAD: List[Tuple[str, str, str]] = [
     ("until TRL 1.12", "scope", "it holds in TRL 0.19–1.10"),
     ("until TRL 1.12", "scope-until", "'VLLM_DP_RANK' in TRL 0.19–1.10"),
     ("removed in TRL 1.10", "scope-removed", "'VLLM_DP_RANK' in TRL 0.19–1.10"),
-    ("deprecated; use the Hub", "scope-deprecated", "warns in TRL 0.25, 1.15–1.16"),  # defect: use_liger_kernel
-    ("deprecated in TRL 1.14", "scope-deprecated", "warned in TRL 0.25, 1.15–1.16"),
+    ("deprecated; use the Hub", "scope-deprecated", "warns in TRL 1.15–1.16"),  # defect: use_liger_kernel
+    ("deprecated in TRL 1.14", "scope-deprecated", "warned in TRL 1.15–1.16"),
     ("accepts `vllm<=0.31.0", "scope-extra", "vllm<=0.30.0,>=0.20.0"),
     ("`lm_head` in `target_modules`", "scope-refused", "AsyncGRPOTrainer refuses it in TRL 1.14–1.16"),  # defect 5
 ]

@@ -717,9 +717,18 @@ def check_scopes(
             for scope in scopes if resolved is not None else []:
                 dmask = history.lookup(scope.package, "deprecated", _deprecation_key(kind, identifier))
                 indices = history.scope_indices(scope)
-                if dmask and indices:
+                if dmask and indices and _full(dmask, indices):
                     key = _deprecation_key(kind, identifier)
                     resolved.append(Resolved(line, "deprecated", key, scope.package, dmask, tuple(indices)))
+        for scope in [s for s in inline if s.form == "deprecated"] if resolved is not None else []:
+            # "deprecated in TRL 1.15": the statement that it warns covers 1.15 up to the newest release.
+            dmask = history.lookup(scope.package, "deprecated", _deprecation_key(kind, identifier))
+            x = history.index_of(scope.package, scope.named)
+            line_idx = history.line_indices(scope.package)
+            indices = [i for i in line_idx if x is not None and i >= x]
+            if dmask and indices and _full(dmask, indices):
+                key = _deprecation_key(kind, identifier)
+                resolved.append(Resolved(line, "deprecated", key, scope.package, dmask, tuple(indices)))
     for (_unit_id, scope), members in grouped.items():
         failures += _change_checks(history, scope, members)
     failures += _extra_ranges(history, units)

@@ -96,17 +96,24 @@ def _resolved_fields(classes: Mapping[str, Mapping[str, object]], qualified: str
 
 
 def deprecated_names(messages: Iterable[str]) -> Set[str]:
-    """Names a deprecation message puts in backticks: ``use_liger_kernel=True`` gives ``use_liger_kernel``."""
+    """The subject of each deprecation message: the first name in backticks in the clause that says deprecated,
+    before that word (``use_liger_kernel=True`` gives ``use_liger_kernel``; the replacement it names later does not
+    count)."""
     out: Set[str] = set()
     for message in messages:
-        if "deprecat" not in message.lower():
-            continue
-        for quoted in _BACKTICK.findall(message):
-            match = _NAME.match(quoted.strip().lstrip("-"))
+        for clause in re.split(r"(?<=[.;:])\s+", message):
+            at = clause.lower().find("deprecat")
+            if at < 0:
+                continue
+            ticked = _BACKTICK.findall(clause[:at])
+            if not ticked:
+                continue
+            quoted = ticked[0].strip()
+            match = _NAME.match(quoted.lstrip("-").strip("'\""))
             if match:
                 out.add(match.group(0))
-                if quoted.strip().startswith("-"):
-                    out.add(dash_flag(quoted.strip().split("=", 1)[0].split()[0]))
+                if quoted.startswith("-"):
+                    out.add(dash_flag(quoted.split("=", 1)[0].split()[0]))
     return out
 
 
