@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+import pytest
+
 from diagnostic_helpers import REPO_ROOT, SCRIPT, add_dist, add_stack, base_env, fake_nvidia_smi, run_script
 
 spec = importlib.util.spec_from_file_location("benchmark_diagnostic", REPO_ROOT / "tools" / "benchmark_diagnostic.py")
@@ -73,6 +75,7 @@ def _best_seconds(argv: List[str], env: Dict[str, str], runs: int) -> float:
     return best
 
 
+@pytest.mark.serial
 def test_default_run_stays_within_twice_a_bare_metadata_scan(tmp_path: Path) -> None:
     """End to end (process start to exit), the default run with the node facts costs at most 2x what reading every
     distribution's version through importlib.metadata costs on the same sys.path. Each side's best of 5 runs; on a

@@ -260,6 +260,7 @@ def test_installed_trl_range_comes_from_its_metadata(servers, tmp_path):
 # --- transport failures, within the stated bound ---------------------------------------------------------------------
 
 
+@pytest.mark.serial
 def test_refused_port_returns_fast(servers):
     url = f"http://127.0.0.1:{free_port()}"
     report, proc, elapsed = run_json("--vllm-url", url, "--deadline", "5", "--require")
@@ -269,6 +270,7 @@ def test_refused_port_returns_fast(servers):
     assert elapsed < 5
 
 
+@pytest.mark.serial
 def test_slow_server_is_cut_at_the_request_timeout(servers):
     scenario = Scenario.good()
     scenario.delay_s = 30
@@ -278,6 +280,7 @@ def test_slow_server_is_cut_at_the_request_timeout(servers):
     assert elapsed < 3 + STARTUP_SLACK_S
 
 
+@pytest.mark.serial
 def test_dripping_server_is_cut_at_the_total_deadline(servers):
     scenario = Scenario.good()
     scenario.drip_s = 0.1  # a byte every 0.1 s keeps every single read under --timeout
@@ -287,6 +290,7 @@ def test_dripping_server_is_cut_at_the_total_deadline(servers):
     assert elapsed < 1.5 + STARTUP_SLACK_S
 
 
+@pytest.mark.serial
 def test_one_slow_replica_does_not_hold_up_the_other(servers):
     slow = Scenario.good()
     slow.delay_s = 30

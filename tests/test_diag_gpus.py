@@ -194,6 +194,7 @@ def test_driver_failure_message_is_reported(tmp_path: Path) -> None:
     assert "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver" in text
 
 
+@pytest.mark.serial
 def test_hanging_nvidia_smi_is_cut_off_by_the_timeout(tmp_path: Path) -> None:
     # The hang is a grandchild holding the pipes: killing only the shell would not end the read.
     write_tool(tmp_path / "bin", "nvidia-smi", f'"{sleep()}" 60\necho late\n')

@@ -45,6 +45,7 @@ def listeners() -> Iterator[Tuple[int, int, int]]:
             item.close()
 
 
+@pytest.mark.serial
 def test_probe_network_reports_open_closed_and_never_accepting_listeners(
     listeners: Tuple[int, int, int], tmp_path: Path
 ) -> None:
@@ -68,6 +69,7 @@ def test_probe_network_reports_open_closed_and_never_accepting_listeners(
     assert f"probe network localhost:{closed_port}: refused" in text
 
 
+@pytest.mark.serial
 def test_unresolvable_host_is_reported_within_the_bound() -> None:
     start = time.monotonic()
     [result] = diag_network.probe_network([("no-such-host.invalid", 29500)], 1.0)

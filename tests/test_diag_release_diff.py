@@ -123,6 +123,7 @@ def test_no_trl_or_vllm_means_no_section(tmp_path: Path) -> None:
     assert data["release_differences"] is None
 
 
+@pytest.mark.serial
 def test_the_section_costs_less_than_a_bare_metadata_scan() -> None:
     """The default run stays within 2x a bare metadata scan: the section is one small JSON read."""
     import time

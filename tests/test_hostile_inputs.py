@@ -727,6 +727,10 @@ def all_cases(silent_url: str) -> List[Case]:
     return vllm_cases(silent_url) + diag_cases() + plan_cases() + nodes_cases()
 
 
+# Every case is judged against its own wall-clock limit and the fixture already runs four at a time: under
+# pytest-xdist the module runs with the suite's other worker paused (tests/conftest.py).
+pytestmark = pytest.mark.serial
+
 _SILENT = silent_listener()
 CASES = all_cases(_SILENT[1])
 

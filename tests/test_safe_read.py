@@ -31,6 +31,7 @@ def test_regular_file_is_read_with_a_cap_and_a_truncation_flag(tmp_path: Path) -
         read_text(str(path), 4)
 
 
+@pytest.mark.serial
 def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
@@ -97,6 +98,7 @@ def test_command_output_and_status() -> None:
     assert missing.status == "not_found" and missing.as_dict()["returncode"] is None
 
 
+@pytest.mark.serial
 def test_endless_output_is_capped_and_the_process_killed() -> None:
     started = time.monotonic()
     result = run_capped(_py("import sys\nwhile True: sys.stdout.write('x' * 65536)"), timeout=20, limit=100_000)
@@ -105,6 +107,7 @@ def test_endless_output_is_capped_and_the_process_killed() -> None:
     assert time.monotonic() - started < 5
 
 
+@pytest.mark.serial
 def test_a_hang_is_killed_at_the_deadline_even_with_a_grandchild_holding_the_pipes() -> None:
     code = "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
     code += "print('started', flush=True)\ntime.sleep(30)"
@@ -114,6 +117,7 @@ def test_a_hang_is_killed_at_the_deadline_even_with_a_grandchild_holding_the_pip
     assert time.monotonic() - started < 3.0
 
 
+@pytest.mark.serial
 def test_a_grandchild_that_escapes_the_group_cannot_hold_the_reader() -> None:
     code = (
         "import subprocess, sys\n"
@@ -198,6 +202,7 @@ def test_http_compressed_body_is_not_inflated(server: str) -> None:
     assert result.error_kind == "encoded" and result.body is not None and result.body.startswith(b"\x1f\x8b")
 
 
+@pytest.mark.serial
 def test_http_drip_stops_at_the_total_deadline(server: str) -> None:
     started = time.monotonic()
     result = _get(server + "/drip", timeout=5.0, deadline_s=0.5)
@@ -210,6 +215,7 @@ def test_http_redirect_loop_is_named(server: str) -> None:
     assert result.error_kind == "redirect-loop" and result.status == 302
 
 
+@pytest.mark.serial
 def test_http_silent_listener_respects_the_deadline() -> None:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

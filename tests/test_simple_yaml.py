@@ -315,6 +315,7 @@ def _alias_bomb(levels: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.serial
 @pytest.mark.skipif(not simple_yaml.pyyaml_available(), reason="PyYAML expands aliases; the built-in reader refuses")
 def test_alias_bomb_is_refused_within_the_node_budget() -> None:
     started = time.monotonic()

@@ -31,6 +31,7 @@ def test_classify_error(error, kind):
     assert vfetch.classify_error(error)[0] == kind
 
 
+@pytest.mark.serial
 def test_probe_all_returns_at_the_deadline_even_if_a_request_never_returns(monkeypatch):
     """A hung DNS lookup ignores socket timeouts; the total deadline must still hold (real threads, no network)."""
     release = threading.Event()
