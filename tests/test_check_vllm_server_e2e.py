@@ -30,7 +30,8 @@ from fake_vllm_server import FakeVLLMServer, Scenario, model_list, server_info
 SCRIPT = SCRIPTS_DIR / "check_vllm_server.py"
 ALLOWED_PATHS = {"/health", "/version", "/v1/models", "/server_info?config_format=json"}
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
-# Python start-up plus report rendering, on top of the bound the script promises.
+# Python start-up plus report rendering, on top of the bound the script promises; wide enough that these deadline
+# tests hold beside the other pytest-xdist worker, so they are not marked serial.
 STARTUP_SLACK_S = 2.0
 
 
@@ -260,7 +261,6 @@ def test_installed_trl_range_comes_from_its_metadata(servers, tmp_path):
 # --- transport failures, within the stated bound ---------------------------------------------------------------------
 
 
-@pytest.mark.serial
 def test_refused_port_returns_fast(servers):
     url = f"http://127.0.0.1:{free_port()}"
     report, proc, elapsed = run_json("--vllm-url", url, "--deadline", "5", "--require")
@@ -270,7 +270,6 @@ def test_refused_port_returns_fast(servers):
     assert elapsed < 5
 
 
-@pytest.mark.serial
 def test_slow_server_is_cut_at_the_request_timeout(servers):
     scenario = Scenario.good()
     scenario.delay_s = 30
@@ -280,7 +279,6 @@ def test_slow_server_is_cut_at_the_request_timeout(servers):
     assert elapsed < 3 + STARTUP_SLACK_S
 
 
-@pytest.mark.serial
 def test_dripping_server_is_cut_at_the_total_deadline(servers):
     scenario = Scenario.good()
     scenario.drip_s = 0.1  # a byte every 0.1 s keeps every single read under --timeout
@@ -290,7 +288,6 @@ def test_dripping_server_is_cut_at_the_total_deadline(servers):
     assert elapsed < 1.5 + STARTUP_SLACK_S
 
 
-@pytest.mark.serial
 def test_one_slow_replica_does_not_hold_up_the_other(servers):
     slow = Scenario.good()
     slow.delay_s = 30
