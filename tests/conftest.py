@@ -28,7 +28,7 @@ import fcntl  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
-from typing import Iterator  # noqa: E402
+from typing import Dict, Iterator  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -38,8 +38,59 @@ LOCK_DIR_ENV = "SCALING_SKILL_TEST_LOCK_DIR"
 def pytest_configure(config: pytest.Config) -> None:
     # The controller (or a plain run) makes the folder; xdist workers start later and inherit it via the environment.
     if not hasattr(config, "workerinput") and LOCK_DIR_ENV not in os.environ:
-        os.environ[LOCK_DIR_ENV] = tempfile.mkdtemp(prefix="pytest-serial-")
+        folder = tempfile.mkdtemp(prefix="pytest-serial-")
+        os.environ[LOCK_DIR_ENV] = folder
         config.add_cleanup(lambda: shutil.rmtree(os.environ.pop(LOCK_DIR_ENV), ignore_errors=True))
+        _build_bytecode_cache(Path(folder) / "pycache")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Bytecode for the script subprocesses. The entry scripts never write bytecode (sys.dont_write_bytecode), so each
+# of the suite's hundreds of runs would compile every module of scripts/ again. One cache, built once per session
+# outside the source tree and handed to a child as PYTHONPYCACHEPREFIX (with bytecode writing off), lets the child
+# read compiled modules instead; its behaviour is the same. Tests of bytecode writing, the timing benchmark and
+# other interpreters do not use it (see with_bytecode_cache).
+# --------------------------------------------------------------------------------------------------------------
+
+PYCACHE_ENV = "SCALING_SKILL_TEST_PYCACHE"
+_TAG = f".{sys.implementation.cache_tag}.pyc"
+
+
+def _mirror(prefix: Path, source_dir: str) -> Path:
+    return prefix / os.path.abspath(source_dir).lstrip(os.sep)
+
+
+def _build_bytecode_cache(prefix: Path) -> None:
+    """Under a prefix, the interpreter looks for every module's bytecode there only, the standard library's too:
+    link the standard library's compiled files into the mirror tree, then compile scripts/ into it."""
+    import py_compile
+    import sysconfig
+
+    roots = {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["platstdlib"]}
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d not in ("site-packages", "test", "idlelib", "tkinter", "turtledemo")]
+            if os.path.basename(folder) != "__pycache__":
+                continue
+            target = _mirror(prefix, os.path.dirname(folder))
+            target.mkdir(parents=True, exist_ok=True)
+            for name in files:
+                if name.endswith(_TAG):
+                    with contextlib.suppress(OSError):
+                        os.symlink(os.path.join(folder, name), target / name)
+    target = _mirror(prefix, str(SCRIPTS_DIR))
+    for source in SCRIPTS_DIR.glob("*.py"):
+        py_compile.compile(str(source), cfile=str(target / (source.stem + _TAG)), doraise=False, quiet=2)
+    os.environ[PYCACHE_ENV] = str(prefix)
+
+
+def with_bytecode_cache(env: Dict[str, str], python: str) -> Dict[str, str]:
+    """``env`` plus the session's bytecode cache, for a child run by this interpreter (others have their own tag and
+    would find none of their standard library there). Never for tests about bytecode writing or start-up cost."""
+    prefix = os.environ.get(PYCACHE_ENV)
+    if prefix and os.path.realpath(python) == os.path.realpath(sys.executable):
+        env = {**env, "PYTHONPYCACHEPREFIX": prefix, "PYTHONDONTWRITEBYTECODE": "1"}
+    return env
 
 
 @contextlib.contextmanager

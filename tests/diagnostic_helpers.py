@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence
 
+from conftest import with_bytecode_cache
 from diag_common import ALLOWED_COMMANDS, HEAVY_MODULES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -315,6 +316,7 @@ def run_script(
         run_env["PYTHONPATH"] = os.pathsep.join(paths)
     # DIAGNOSTIC_TEST_PYTHON runs every scenario under another interpreter (e.g. a Python 3.9 check by hand).
     command = [python or os.environ.get("DIAGNOSTIC_TEST_PYTHON") or sys.executable, *extra_flags, str(SCRIPT), *args]
+    run_env = with_bytecode_cache(run_env, command[0])
     start = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, env=run_env, timeout=timeout, check=False)
     return Run(done.returncode, done.stdout, done.stderr, time.monotonic() - start)

@@ -25,6 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from conftest import with_bytecode_cache
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = {
     "diag": REPO_ROOT / "scripts" / "check_optional_backends.py",
@@ -103,6 +105,7 @@ def run_case(case: Case, root: Path, url: str, python: str = sys.executable) -> 
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     env.update({name: fill(value) for name, value in case.env.items()})
+    env = with_bytecode_cache(env, python)
     argv = [python, "-S", str(SCRIPTS[case.script]), *(fill(a) for a in case.args)]
     started = time.monotonic()
     process = subprocess.Popen(

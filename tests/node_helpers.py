@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from conftest import with_bytecode_cache
 from diagnostic_helpers import (
     H100_CSV,
     REPO_ROOT,
@@ -170,6 +172,7 @@ def run_compare(args: Sequence[str], stdin: Optional[str] = None, timeout: float
     """compare_nodes.py in a real subprocess."""
     return subprocess.run(
         [sys.executable, str(COMPARE), *args],
+        env=with_bytecode_cache(dict(os.environ), sys.executable),
         input=stdin,
         capture_output=True,
         text=True,

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
 
-from conftest import SCRIPTS_DIR
+from conftest import SCRIPTS_DIR, with_bytecode_cache
 from fake_vllm_server import FakeVLLMServer, Scenario, model_list, server_info
 
 SCRIPT = SCRIPTS_DIR / "check_vllm_server.py"
@@ -79,6 +79,7 @@ def run_check(
     if pythonpath is not None:
         clean["PYTHONPATH"] = str(pythonpath)
     clean.update(env or {})
+    clean = with_bytecode_cache(clean, python[0])
     started = time.monotonic()
     proc = subprocess.run(
         [*python, str(SCRIPT), *args], capture_output=True, text=True, env=clean, timeout=60, check=False
