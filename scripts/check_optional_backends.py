@@ -28,10 +28,17 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from diag_common import BACKEND_HELP, BACKEND_IDS, DEFAULT_NETWORK_TIMEOUT, STACK, STACK_IDS  # noqa: E402
+from diag_common import (  # noqa: E402
+    BACKEND_HELP,
+    BACKEND_IDS,
+    DEFAULT_NETWORK_TIMEOUT,
+    DEFAULT_PROBE_TIMEOUT,
+    PROBE_WORKERS,
+    STACK,
+    STACK_IDS,
+)
 from diag_gpus import DEFAULT_SMI_TIMEOUT  # noqa: E402
 from diag_node import COLLECTION_TEMPLATES  # noqa: E402
-from diag_probes import DEFAULT_PROBE_TIMEOUT, PROBE_WORKERS  # noqa: E402
 from diag_render import render_text, sanitize  # noqa: E402
 from diag_report import collect  # noqa: E402
 from safe_output import SCRUBBER, clean_tree, dumps_strict, emit, escape_controls, fit_width, progress, run_cli  # noqa: E402

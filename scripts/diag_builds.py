@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import ast
 import os
-import shutil
 from typing import Any, Dict, List, Optional, Sequence
 
 from diag_common import read_text
 from diag_packages import DistRecord
+from safe_read import find_executable
 from safe_values import InvalidValue, load_json
 
 
@@ -90,7 +90,7 @@ def nccl_wheels(dists: Dict[str, List[DistRecord]]) -> Dict[str, Optional[str]]:
 
 def cuda_toolkit() -> Dict[str, Any]:
     """Where ``nvcc`` is and which toolkit version it belongs to (``version.json``; nvcc is not run)."""
-    nvcc = shutil.which("nvcc")
+    nvcc = find_executable("nvcc")
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     root = os.path.dirname(os.path.dirname(os.path.realpath(nvcc))) if nvcc else home
     version = None

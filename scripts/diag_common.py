@@ -15,6 +15,8 @@ TOOL = "check_optional_backends"
 
 ALLOWED_COMMANDS = ("nvidia-smi", "rocm-smi")
 DEFAULT_NETWORK_TIMEOUT = 3.0  # per --probe-network target (diag_network.py)
+DEFAULT_PROBE_TIMEOUT = 60.0  # seconds per opt-in import probe
+PROBE_WORKERS = 4  # import probes run at a time
 
 # id, candidate distribution names (PEP 503), candidate top-level modules; the first of each is canonical.
 STACK: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...] = (

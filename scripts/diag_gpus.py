@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import shutil
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from diag_common import first_line, run_command, version_tuple
+from safe_read import find_executable
 from safe_values import InvalidValue, integer, load_json, number, short
 
 DEFAULT_SMI_TIMEOUT = 5.0
@@ -75,7 +75,7 @@ def parse_nvidia_csv(text: str, fields: Sequence[str]) -> Tuple[Optional[List[Di
 
 def query_nvidia(timeout: float) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
     """GPU list from ``nvidia-smi --query-gpu``; the tool's own error text is kept."""
-    exe = shutil.which("nvidia-smi")
+    exe = find_executable("nvidia-smi")
     if not exe:
         return {"status": "not_found", "detail": "nvidia-smi is not on PATH"}, []
     fields = list(NVIDIA_FIELDS)
@@ -106,7 +106,7 @@ def query_nvidia(timeout: float) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
 
 def list_mig_devices(timeout: float) -> Dict[str, int]:
     """MIG UUID -> parent GPU index, from ``nvidia-smi -L`` (run only when a MIG UUID is selected)."""
-    exe = shutil.which("nvidia-smi")
+    exe = find_executable("nvidia-smi")
     if not exe:
         return {}
     result = run_command([exe, "-L"], timeout)
@@ -125,7 +125,7 @@ def list_mig_devices(timeout: float) -> Dict[str, int]:
 
 def query_rocm(timeout: float) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
     """GPU list from ``rocm-smi --json`` (product name, VRAM, unique id, driver)."""
-    exe = shutil.which("rocm-smi")
+    exe = find_executable("rocm-smi")
     if not exe:
         return {"status": "not_found", "detail": "rocm-smi is not on PATH"}, []
     argv = [exe, "--showproductname", "--showmeminfo", "vram", "--showuniqueid", "--showdriverversion", "--json"]

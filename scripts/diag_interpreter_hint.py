@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable, Mapping, Optional
+from typing import Callable, List, Mapping, NamedTuple, Optional, Tuple
 
 # Environment folders looked for in the working folder, in this order.
 CWD_ENV_NAMES = (".venv", "venv")
 
 
-@dataclass(frozen=True)
-class EnvCandidate:
+class EnvCandidate(NamedTuple):
     source: str  # "VIRTUAL_ENV", "CONDA_PREFIX", "./.venv" or "./venv"
     prefix: str  # the environment's root folder, absolute
     python: Optional[str]  # its interpreter, absolute; None when the folder holds none
@@ -32,18 +29,16 @@ class EnvCandidate:
     is_current: bool  # the environment of the interpreter running this report
 
 
-@dataclass(frozen=True)
-class InterpreterFacts:
+class InterpreterFacts(NamedTuple):
     executable: str
     prefix: str
     has_torch: bool
-    candidates: tuple[EnvCandidate, ...] = field(default_factory=tuple)
+    candidates: Tuple[EnvCandidate, ...] = ()
     cwd: str = ""
     home: str = ""
 
 
-@dataclass(frozen=True)
-class InterpreterVerdict:
+class InterpreterVerdict(NamedTuple):
     suggested: Optional[EnvCandidate]  # None: this interpreter is the right one (or there is nothing better)
     message: Optional[str]
 
@@ -53,43 +48,57 @@ class InterpreterVerdict:
 # ======================================================================================================================
 
 
-def env_python(prefix: Path) -> Optional[Path]:
+def env_python(prefix: str) -> Optional[str]:
     """The interpreter of the environment rooted at ``prefix`` (POSIX ``bin/``, Windows ``Scripts/`` or root)."""
     for relative in ("bin/python", "bin/python3", "Scripts/python.exe", "python.exe"):
-        candidate = prefix / relative
-        if candidate.is_file():
+        candidate = os.path.join(os.fspath(prefix), *relative.split("/"))
+        if os.path.isfile(candidate):
             return candidate
     return None
 
 
-def env_has_torch(prefix: Path) -> bool:
+def _site_dirs(prefix: str) -> List[str]:
+    """``lib*/python*/site-packages`` and ``Lib/site-packages`` under ``prefix``, from directory listings."""
+    found = []
+    for lib in ("lib", "lib64"):
+        try:
+            names = sorted(os.listdir(os.path.join(prefix, lib)))
+        except OSError:
+            continue
+        found += [os.path.join(prefix, lib, name, "site-packages") for name in names if name.startswith("python")]
+    found.append(os.path.join(prefix, "Lib", "site-packages"))
+    return found
+
+
+def env_has_torch(prefix: str) -> bool:
     """True when the environment's ``site-packages`` holds a ``torch`` package (read as a listing, not imported)."""
-    site_dirs = list(prefix.glob("lib/python*/site-packages")) + list(prefix.glob("lib64/python*/site-packages"))
-    site_dirs.append(prefix / "Lib" / "site-packages")
-    return any((site / "torch" / "__init__.py").is_file() for site in site_dirs)
+    prefix = os.fspath(prefix)
+    return any(os.path.isfile(os.path.join(site, "torch", "__init__.py")) for site in _site_dirs(prefix))
 
 
-def _same_folder(a: Path, b: Path) -> bool:
+def _same_folder(a: str, b: str) -> bool:
     try:
-        return a.resolve() == b.resolve()
-    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, TypeError):
         return False
 
 
-def _runs_from(root: Path, executable: str) -> bool:
+def _runs_from(root: str, executable: str) -> bool:
     """True when ``executable`` sits in the environment's own ``bin``/``Scripts`` folder (not resolved: a venv's
     interpreter is a link to the base one). This catches the running venv even when ``sys.prefix`` does not
     (``python -S`` leaves it at the base installation)."""
     if not executable:
         return False
-    folder = Path(executable).parent
-    return any(_same_folder(folder, root / name) for name in ("bin", "Scripts")) or _same_folder(folder, root)
+    folder = os.path.dirname(executable)
+    return any(_same_folder(folder, os.path.join(root, name)) for name in ("bin", "Scripts")) or _same_folder(
+        folder, root
+    )
 
 
 def gather_interpreter_facts(
     has_torch: bool,
     environ: Optional[Mapping[str, str]] = None,
-    cwd: Optional[Path] = None,
+    cwd: Optional[str] = None,
     prefix: Optional[str] = None,
     executable: Optional[str] = None,
 ) -> InterpreterFacts:
@@ -99,37 +108,37 @@ def gather_interpreter_facts(
     it from the installed distributions; nothing is imported here).
     """
     environ = os.environ if environ is None else environ
-    cwd = Path.cwd() if cwd is None else cwd
-    current_prefix = Path(sys.prefix if prefix is None else prefix)
+    cwd = os.getcwd() if cwd is None else os.fspath(cwd)
+    current_prefix = os.fspath(sys.prefix if prefix is None else prefix)
     current_executable = sys.executable if executable is None else executable
-    sources: list[tuple[str, Path]] = []
+    sources: List[Tuple[str, str]] = []
     for variable in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         value = environ.get(variable, "").strip()
         if value:
-            sources.append((variable, Path(value)))
-    sources += [(f"./{name}", cwd / name) for name in CWD_ENV_NAMES]
-    candidates: list[EnvCandidate] = []
-    seen: list[Path] = []
+            sources.append((variable, value))
+    sources += [(f"./{name}", os.path.join(cwd, name)) for name in CWD_ENV_NAMES]
+    candidates: List[EnvCandidate] = []
+    seen: List[str] = []
     for source, root in sources:
-        if not root.is_dir() or any(_same_folder(root, other) for other in seen):
+        if not os.path.isdir(root) or any(_same_folder(root, other) for other in seen):
             continue
         seen.append(root)
         python = env_python(root)
         candidates.append(
             EnvCandidate(
                 source=source,
-                prefix=str(root.absolute()),
-                python=str(python.absolute()) if python is not None else None,
+                prefix=os.path.abspath(root),
+                python=os.path.abspath(python) if python is not None else None,
                 has_torch=env_has_torch(root),
                 is_current=_same_folder(root, current_prefix) or _runs_from(root, current_executable),
             )
         )
     return InterpreterFacts(
         executable=current_executable,
-        prefix=str(current_prefix),
+        prefix=current_prefix,
         has_torch=has_torch,
         candidates=tuple(candidates),
-        cwd=str(cwd.absolute()),
+        cwd=os.path.abspath(cwd),
         home=environ.get("HOME", ""),
     )
 

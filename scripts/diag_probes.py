@@ -7,12 +7,10 @@ import os
 import sys
 from typing import Any, Dict, List, Sequence, Tuple
 
-from diag_common import first_line
+from diag_common import PROBE_WORKERS, first_line
 from safe_read import run_capped
 from safe_values import InvalidValue, load_json
 
-DEFAULT_PROBE_TIMEOUT = 60.0
-PROBE_WORKERS = 4
 PROBE_ENV = {"HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_UPDATE_CHECK": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 PROBE_MARKER = "@@CHECK_OPTIONAL_BACKENDS@@"

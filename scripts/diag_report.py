@@ -9,7 +9,15 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from diag_builds import bnb_native_libraries, cuda_toolkit, deepspeed_build, nccl_wheels, torch_build
-from diag_common import DEFAULT_NETWORK_TIMEOUT, SCHEMA_VERSION, STACK, STACK_IDS, TOOL, new_finding
+from diag_common import (
+    DEFAULT_NETWORK_TIMEOUT,
+    DEFAULT_PROBE_TIMEOUT,
+    SCHEMA_VERSION,
+    STACK,
+    STACK_IDS,
+    TOOL,
+    new_finding,
+)
 from diag_compat import compatibility
 from diag_crosschecks import environment_findings
 from diag_gpus import DEFAULT_SMI_TIMEOUT, gather_accelerators
@@ -18,7 +26,6 @@ from diag_interpreter_hint import gather_interpreter_facts, interpreter_hint_jso
 from diag_launch import accelerate_config_path, gather_env, read_accelerate_config
 from diag_node import gather_node, node_findings
 from diag_packages import gather_packages, scan_distributions
-from diag_probes import DEFAULT_PROBE_TIMEOUT, probe_imports, probe_torch
 from diag_release_diff import release_differences
 from diag_render import torch_probe_text, verdict_line
 from diag_rules import Context, judge_backends
@@ -61,6 +68,8 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
     report["deepspeed_build"] = deepspeed_build(packages) if packages["deepspeed"]["installed"] else None
     report["bitsandbytes_libraries"] = bnb_native_libraries(packages) if packages["bitsandbytes"]["installed"] else []
     probes: Dict[str, Any] = {}
+    if args.probe_torch or args.probe_imports:
+        from diag_probes import probe_imports, probe_torch  # opt-in: the default run never loads the probe code
     if args.probe_torch:
         probes["torch"] = probe_torch(probe_timeout, path_entries)
     if args.probe_imports:

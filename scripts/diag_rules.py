@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from diag_common import BACKEND_IDS, DIST_TO_ID, first_line, fmt_mib, read_text, version_tuple
 from diag_packages import DistRecord
+from safe_read import find_executable
 
 
 class Context:
@@ -361,7 +361,7 @@ def rule_deepspeed(ctx: Context) -> Dict[str, Any]:
             tools.append("nvcc found" if toolkit.get("nvcc") else "no nvcc")
             import importlib.util
 
-            has_ninja = bool(shutil.which("ninja") or importlib.util.find_spec("ninja"))
+            has_ninja = bool(find_executable("ninja") or importlib.util.find_spec("ninja"))
             tools.append("ninja found" if has_ninja else "no ninja")
             evidence.append(f"no prebuilt ops: fused/CPU-offload optimizers compile on first use ({', '.join(tools)})")
             if not has_ninja:

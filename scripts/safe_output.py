@@ -274,6 +274,8 @@ def _escape(match: re.Match[str]) -> str:
 
 def escape_controls(text: str, keep_newlines: bool = False) -> str:
     """``text`` with control, separator and bidi characters shown as escapes (``\\x1b``, ``\\r``, ``\\u202e``)."""
+    if text.isascii() and text.isprintable():
+        return text  # printable ASCII holds nothing to escape
     if keep_newlines:
         return "\n".join(_CONTROL.sub(_escape, line) for line in text.split("\n"))
     return _CONTROL.sub(_escape, text)

@@ -18,8 +18,7 @@ import errno
 import os
 import stat
 import time
-from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
 
 __all__ = [
     "CommandResult",
@@ -52,8 +51,7 @@ class InputError(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True)
-class ReadResult:
+class ReadResult(NamedTuple):
     """Bytes read from a file; ``truncated`` when the file held more than the limit."""
 
     data: bytes
@@ -155,8 +153,7 @@ def read_text_or_none(path: str, limit: int = DEFAULT_FILE_LIMIT) -> Optional[st
 # --------------------------------------------------------------------------------------------------------------
 
 
-@dataclass
-class CommandResult:
+class CommandResult(NamedTuple):
     """What a command printed (each stream capped) and how it ended.
 
     ``status``: ok | failed (non-zero exit) | timeout | too-large (output cap reached) | not_found (could not start).
@@ -178,6 +175,15 @@ class CommandResult:
             "seconds": self.seconds,
             "truncated": self.truncated,
         }
+
+
+def find_executable(name: str) -> Optional[str]:
+    """The first executable file called ``name`` on PATH, like ``shutil.which`` without importing shutil."""
+    for folder in os.get_exec_path():
+        candidate = os.path.join(folder or os.curdir, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 def _kill_group(process: Any) -> None:
@@ -281,20 +287,31 @@ def run_capped(
 # --------------------------------------------------------------------------------------------------------------
 
 
-@dataclass
 class HttpResult:
     """One GET. ``error_kind`` is None for an answer (any status), else one of: deadline, too-large (body over the
     cap), encoded (a compressed body, never inflated), redirect-loop (urllib gave up following redirects), or
-    exception (``exception`` holds it, for the caller to classify)."""
+    exception (``exception`` holds it, for the caller to classify). Filled in as the request goes."""
 
-    status: Optional[int] = None
-    content_type: str = ""
-    content_encoding: str = ""
-    body: Optional[bytes] = None
-    error_kind: Optional[str] = None
-    error_detail: str = ""
-    exception: Optional[BaseException] = None
-    elapsed_s: float = 0.0
+    __slots__ = (
+        "body",
+        "content_encoding",
+        "content_type",
+        "elapsed_s",
+        "error_detail",
+        "error_kind",
+        "exception",
+        "status",
+    )
+
+    def __init__(self) -> None:
+        self.status: Optional[int] = None
+        self.content_type = ""
+        self.content_encoding = ""
+        self.body: Optional[bytes] = None
+        self.error_kind: Optional[str] = None
+        self.error_detail = ""
+        self.exception: Optional[BaseException] = None
+        self.elapsed_s = 0.0
 
 
 def _socket_of(response: Any) -> Any:

@@ -12,11 +12,11 @@ Every function returns ``None`` instead of raising when it cannot decide, so cal
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import sys
-from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 # ``packaging`` is optional. Finding it is cheap; importing it costs tens of milliseconds, which matters to the
 # diagnostic's speed budget, so its modules are imported on first use only.
@@ -67,9 +67,12 @@ VersionKey = Tuple[
 ]
 
 
+_NAME_SEPARATORS = re.compile(r"[-_.]+")
+
+
 def normalize_name(name: str) -> str:
     """PEP 503 normalised project name: lower case, runs of ``-_.`` become ``-``."""
-    return re.sub(r"[-_.]+", "-", name).lower().strip()
+    return _NAME_SEPARATORS.sub("-", name).lower().strip()
 
 
 def _fallback_key(text: str) -> Optional[VersionKey]:
@@ -236,8 +239,7 @@ def specifier_contains(specifier: str, version: str, allow_prereleases: bool = T
     return True
 
 
-@dataclass(frozen=True)
-class Requirement:
+class Requirement(NamedTuple):
     """One parsed ``Requires-Dist`` line."""
 
     name: str  # as written
@@ -316,6 +318,10 @@ def _marker_environment(extra: Optional[str], python_version: Optional[str]) -> 
 
 
 def _machine() -> str:
+    """``platform.machine()`` without importing platform where ``os.uname`` has it (every POSIX system)."""
+    uname = getattr(os, "uname", None)
+    if uname is not None:
+        return uname().machine
     try:
         import platform
 

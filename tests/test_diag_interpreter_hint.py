@@ -134,7 +134,7 @@ def test_missing_env_folders_and_blank_variables_are_skipped(tmp_path: Path) -> 
 
 def test_windows_layout_is_recognised(tmp_path: Path) -> None:
     root = make_env(tmp_path / "project" / ".venv", torch=True, windows=True)
-    assert ih.env_python(root) == root / "Scripts" / "python.exe"
+    assert ih.env_python(root) == str(root / "Scripts" / "python.exe")
     assert ih.env_has_torch(root)
 
 
