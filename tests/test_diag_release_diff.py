@@ -130,15 +130,16 @@ def test_the_section_costs_less_than_a_bare_metadata_scan() -> None:
 
     import diag_packages
 
-    def best(fn, runs: int = 7) -> float:
-        times = []
-        for _ in range(runs):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return min(times)
+    def seconds(fn) -> float:
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
 
     installed = {"trl": {"installed": True, "version": "1.9.2"}, "vllm": {"installed": True, "version": "0.20.2"}}
-    section = best(lambda: rdiff.release_differences(installed))
-    scan = best(lambda: diag_packages.scan_distributions(sys.path))
+    # Both take well under a millisecond and differ by tens of percent: the best of many runs, taken in turns so a
+    # disturbance hits both sides alike, is stable where the best of 7 was not (1 failure in 12 runs).
+    section, scan = float("inf"), float("inf")
+    for _ in range(60):
+        section = min(section, seconds(lambda: rdiff.release_differences(installed)))
+        scan = min(scan, seconds(lambda: diag_packages.scan_distributions(sys.path)))
     assert section < scan, (section, scan)
