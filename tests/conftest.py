@@ -116,3 +116,21 @@ def _suite_lock(exclusive: bool) -> Iterator[None]:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: object) -> Iterator[None]:
     with _suite_lock(exclusive=item.get_closest_marker("serial") is not None):
         yield
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The suite itself must not leave bytecode in scripts/: an installed copy of the bundle is made from that folder.
+# A run that creates scripts/__pycache__ fails, naming the files (use `-B` for any child that imports scripts/).
+# --------------------------------------------------------------------------------------------------------------
+
+_SCRIPTS_PYCACHE = SCRIPTS_DIR / "__pycache__"
+_PYCACHE_BEFORE = _SCRIPTS_PYCACHE.exists()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput") or _PYCACHE_BEFORE or not _SCRIPTS_PYCACHE.exists():
+        return
+    left = sorted(p.name for p in _SCRIPTS_PYCACHE.iterdir())
+    message = f"tests left bytecode in scripts/__pycache__: {', '.join(left)}"
+    session.config.get_terminal_writer().line(message, red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

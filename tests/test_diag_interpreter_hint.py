@@ -199,7 +199,9 @@ def test_real_interpreter_in_a_real_venv_from_another_python(real_project: Path,
         "f = ih.gather_interpreter_facts(has_torch=False); print(ih.interpreter_hint_line(ih.judge_interpreter(f)))"
     )
     env = {"PATH": "/usr/bin:/bin", "HOME": str(real_project.parent)}
-    result = subprocess.run([sys.executable, "-c", code], cwd=real_project, env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-B", "-c", code], cwd=real_project, env=env, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     expected = "it has torch" if real_venv_has_torch else "it has no torch either"
     assert expected in result.stdout

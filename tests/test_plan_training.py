@@ -482,7 +482,7 @@ def test_runs_as_a_script_without_importing_torch_or_trl():
         "heavy = [m for m in ('torch', 'trl', 'vllm', 'deepspeed', 'transformers', 'accelerate') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "-B", "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["split"]["num_processes"] == 3
 

@@ -153,7 +153,7 @@ def _run_main(body: str, *args: str, stdin_closed: bool = False) -> subprocess.C
         f"def main(argv):\n{body}\n"
         "sys.exit(run_cli(main, 'prog'))\n"
     )
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=30)
+    return subprocess.run([sys.executable, "-B", "-c", code, *args], capture_output=True, text=True, timeout=30)
 
 
 def test_runner_turns_a_crash_into_one_line_and_exit_2() -> None:
@@ -182,7 +182,7 @@ def test_runner_ends_quietly_on_a_closed_pipe() -> None:
         "    return 0\n"
         "sys.exit(run_cli(main, 'prog'))\n"
     )
-    pipeline = f'{sys.executable} -c "$CODE" | head -1'
+    pipeline = f'{sys.executable} -B -c "$CODE" | head -1'
     result = subprocess.run(
         ["bash", "-c", pipeline], env={"CODE": code, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True
     )

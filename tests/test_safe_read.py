@@ -86,7 +86,7 @@ def test_invalid_utf8_is_replaced_not_raised(tmp_path: Path) -> None:
 
 
 def _py(code: str) -> list:
-    return [sys.executable, "-c", code]
+    return [sys.executable, "-B", "-c", code]
 
 
 def test_command_output_and_status() -> None:

@@ -226,7 +226,7 @@ def test_load_without_pyyaml_uses_the_builtin_reader(tmp_path: Path) -> None:
     )
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     result = subprocess.run(  # -S: no site-packages, so no PyYAML
-        [sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env
+        [sys.executable, "-B", "-S", "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env
     )
     assert result.returncode == 0, result.stderr
     available, data, parser, failure, imported = json.loads(result.stdout)

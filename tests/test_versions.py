@@ -129,7 +129,13 @@ def test_broken_packaging_install_falls_back(tmp_path):
         "versions.HAVE_PACKAGING)"
     )
     result = subprocess.run(
-        [sys.executable, "-S", "-c", f"import sys; sys.path[:0] = [{str(tmp_path)!r}, {str(SCRIPTS_DIR)!r}]; {code}"],
+        [
+            sys.executable,
+            "-B",
+            "-S",
+            "-c",
+            f"import sys; sys.path[:0] = [{str(tmp_path)!r}, {str(SCRIPTS_DIR)!r}]; {code}",
+        ],
         capture_output=True,
         text=True,
         timeout=30,
@@ -150,6 +156,6 @@ def test_packaging_is_imported_lazily():
         "print('packaging' in sys.modules); versions.compare_versions('1.0', '2.0'); "
         "print(versions.HAVE_PACKAGING == ('packaging' in sys.modules))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    result = subprocess.run([sys.executable, "-B", "-c", code], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["False", "True"]
