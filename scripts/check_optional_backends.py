@@ -41,7 +41,17 @@ from diag_gpus import DEFAULT_SMI_TIMEOUT  # noqa: E402
 from diag_node import COLLECTION_TEMPLATES  # noqa: E402
 from diag_render import render_text, sanitize  # noqa: E402
 from diag_report import collect  # noqa: E402
-from safe_output import SCRUBBER, clean_tree, dumps_strict, emit, escape_controls, fit_width, progress, run_cli  # noqa: E402
+from safe_output import (  # noqa: E402
+    SCRUBBER,
+    HelpFormatter,
+    clean_tree,
+    dumps_strict,
+    emit,
+    escape_controls,
+    fit_width,
+    progress,
+    run_cli,
+)
 from safe_read import InputError, read_bytes  # noqa: E402
 from safe_values import bounded_float  # noqa: E402
 
@@ -93,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
             "the accelerate config, and a ready/limited/unavailable verdict per backend. Read-only."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON (stable keys, schema_version 1)")
     parser.add_argument(

@@ -24,7 +24,7 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from diag_node import COLLECTION_TEMPLATES, USABLE_OPERSTATES, socket_ifname_problems  # noqa: E402
-from safe_output import clean_tree, dumps_strict, run_cli  # noqa: E402
+from safe_output import HelpFormatter, clean_tree, dumps_strict, run_cli  # noqa: E402
 from safe_read import InputError as UnreadableInput  # noqa: E402
 from safe_read import read_bytes  # noqa: E402
 
@@ -875,7 +875,7 @@ def build_parser() -> argparse.ArgumentParser:
             "grouped by value, with a class (blocking/warning/info) and a fix. Read-only."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
         "reports",

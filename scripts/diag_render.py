@@ -21,7 +21,7 @@ def sanitize(value: Any, home: Optional[str], secrets: Sequence[str]) -> Any:
         for secret in secrets:
             if secret in value:
                 value = value.replace(secret, REDACTED)
-        if home:
+        if home and home in value:
             value = re.sub(re.escape(home) + r"(?=/|$)", "~", value)
         return value
     return value

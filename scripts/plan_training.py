@@ -35,7 +35,7 @@ from plan_memory import DTYPE_BYTES, MEMORY_MODEL, TRAINERS  # noqa: E402
 from plan_model import facts_from_config, facts_from_params, parse_param_count  # noqa: E402
 from plan_render import plan_dict, render_text  # noqa: E402
 from plan_rules import PlanInputError  # noqa: E402
-from safe_output import WIDTH, dumps_strict, emit, escape_controls, fit_width, one_line  # noqa: E402
+from safe_output import WIDTH, HelpFormatter, dumps_strict, emit, escape_controls, fit_width, one_line  # noqa: E402
 
 SCHEMA_VERSION = 1
 
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
             "AsyncGRPO; and a lint of Accelerate/TRL configs. Reads only the files given; no download, no torch."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     model = parser.add_argument_group("model")
     source = model.add_mutually_exclusive_group()

@@ -20,6 +20,7 @@ Standard library only.
 from __future__ import annotations
 
 import _thread
+import argparse
 import contextlib
 import json
 import math
@@ -33,6 +34,7 @@ __all__ = [
     "REDACTED",
     "SCRUBBER",
     "WIDTH",
+    "HelpFormatter",
     "Scrubber",
     "clean_tree",
     "clip",
@@ -340,6 +342,43 @@ def _key_text(key: Any) -> str:
 def dumps_strict(value: Any, indent: Optional[int] = 2) -> str:
     """RFC 8259 JSON text of ``value`` (see :func:`clean_tree`), ASCII only, with a final newline."""
     return json.dumps(clean_tree(value, escape=False), indent=indent, allow_nan=False, ensure_ascii=True) + "\n"
+
+
+def terminal_columns() -> int:
+    """What ``shutil.get_terminal_size().columns`` answers (``COLUMNS``, then the terminal, else 80), without
+    importing shutil and the compression modules it pulls in."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's raw-description formatter, at most ``WIDTH`` columns wide. Passing the width also keeps argparse
+    from importing shutil, which it does for every ``add_argument`` call otherwise."""
+
+    def __init__(self, prog: str, **kwargs: Any) -> None:
+        kwargs.setdefault("width", min(terminal_columns(), WIDTH) - 2)
+        super().__init__(prog, **kwargs)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        """Description and epilog keep their line breaks; a prose line wider than ``WIDTH`` wraps. Indented lines
+        (command examples, tables) stay whole so that they still paste."""
+        import textwrap  # only --help pays for it
+
+        lines = []
+        for line in text.splitlines():
+            if len(indent) + len(line) <= WIDTH or line[:1].isspace():
+                lines.append(indent + line)
+            else:
+                lines += textwrap.wrap(line, WIDTH, initial_indent=indent, subsequent_indent=indent)
+        return "\n".join(lines)
 
 
 def fit_width(text: str, width: int = WIDTH) -> str:

@@ -16,7 +16,7 @@ import os
 import re
 import sys
 from types import SimpleNamespace
-from typing import NamedTuple, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 # ``packaging`` is optional. Finding it is cheap; importing it costs tens of milliseconds, which matters to the
 # diagnostic's speed budget, so its modules are imported on first use only.
@@ -337,10 +337,13 @@ _ATOM_RE = re.compile(
 )
 
 
+_BOOLEAN_WORDS = {word: re.compile(rf"\s{word}\s") for word in ("and", "or")}
+
+
 def _split_top(expr: str, word: str) -> list:
     """Split ``expr`` on a boolean keyword at parenthesis depth 0."""
     parts, depth, start, i = [], 0, 0, 0
-    pattern = re.compile(rf"\s{word}\s")
+    pattern = _BOOLEAN_WORDS[word]
     while i < len(expr):
         char = expr[i]
         if char in "'\"":
@@ -404,12 +407,27 @@ def _eval_fallback_marker(expr: str, env: dict) -> Optional[bool]:
     return None
 
 
+_MARKER_RESULTS: Dict[Tuple[str, Optional[str], Optional[str], bool], Optional[bool]] = {}
+
+
 def evaluate_marker(marker: str, extra: Optional[str] = None, python_version: Optional[str] = None) -> Optional[bool]:
-    """Evaluate a PEP 508 marker for this interpreter and the given extra; ``None`` if undecidable."""
+    """Evaluate a PEP 508 marker for this interpreter and the given extra; ``None`` if undecidable.
+
+    Results are remembered per (marker, extra, python_version, evaluator): the rest of the environment they depend
+    on is this process's."""
     if not marker:
         return True
-    env = _marker_environment(extra, python_version)
     pkg = _packaging()
+    key = (marker, extra, python_version, pkg is not None)
+    if key not in _MARKER_RESULTS:
+        _MARKER_RESULTS[key] = _evaluate_marker(marker, extra, python_version, pkg)
+    return _MARKER_RESULTS[key]
+
+
+def _evaluate_marker(
+    marker: str, extra: Optional[str], python_version: Optional[str], pkg: Optional[SimpleNamespace]
+) -> Optional[bool]:
+    env = _marker_environment(extra, python_version)
     if pkg is not None:
         try:
             return bool(pkg.Marker(marker).evaluate(env))

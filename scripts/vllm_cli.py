@@ -12,7 +12,7 @@ import urllib.parse
 import urllib.request
 from typing import Optional, Sequence
 
-from safe_output import SCRUBBER, clean_tree, dumps_strict, emit, escape_controls, fit_width, progress
+from safe_output import SCRUBBER, HelpFormatter, clean_tree, dumps_strict, emit, escape_controls, fit_width, progress
 from safe_values import InvalidValue, bounded_float, bounded_int, integer
 from vllm_data import (
     ASYNC_GRPO_DEFAULT_MAX_STALENESS,
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
             "start-up, and which server flag or env var to change."
         ),
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
         "--vllm-url",

@@ -213,3 +213,25 @@ def test_run_cli_in_process_restores_streams() -> None:
     before = sys.stdout
     assert run_cli(lambda argv: 0, "prog", []) == 0
     assert sys.stdout is before
+
+
+def test_help_formatter_wraps_prose_at_the_width_and_keeps_examples_whole(monkeypatch) -> None:
+    """argparse help through the shared formatter: option help and unindented prose fit WIDTH on a wide terminal,
+    and an indented example line (a command to paste) is never broken."""
+    import argparse
+
+    from safe_output import WIDTH, HelpFormatter
+
+    monkeypatch.setenv("COLUMNS", "250")
+    example = "  python3 scripts/x.py " + " ".join(f"--flag-{i} value" for i in range(12)) + " \\"
+    parser = argparse.ArgumentParser(
+        prog="x.py",
+        description="word " * 60,
+        epilog="usage notes:\n" + example,
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--long-option", help="help text " * 30)
+    lines = parser.format_help().splitlines()
+    assert example in lines
+    assert all(len(line) <= WIDTH for line in lines if line != example)
+    assert any(line.startswith("word word") for line in lines)
