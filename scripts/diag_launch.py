@@ -306,6 +306,21 @@ def accelerate_key_settings(data: Dict[str, Any]) -> Dict[str, Any]:
     return settings
 
 
+def shown_env_value(name: str, value: str) -> str:
+    """How a launch variable is shown. A name that says secret (TOKEN, SECRET, PASSWORD, ...) hides a non-trivial
+    value; one that only contains KEY or AUTH hides only a value that looks like a secret (``CACHE_KEY=3.11`` and
+    ``SSH_AUTH_SOCK=/root`` stay); every shown value is scrubbed of token shapes and URL credentials."""
+    if not value:
+        return ""
+    if SECRET_NAME_RE.search(name):
+        hide = looks_like_secret(value) or (
+            STRONG_SECRET_NAME_RE.search(name) is not None and value.strip().lower() not in PLAIN_VALUES
+        )
+        if hide:
+            return REDACTED
+    return redact_value(value)
+
+
 def gather_env(env: Dict[str, str]) -> Tuple[Dict[str, str], List[str]]:
     """Relevant environment variables, secrets redacted; also returns the secret values to scrub from output.
 
@@ -320,14 +335,11 @@ def gather_env(env: Dict[str, str]) -> Tuple[Dict[str, str], List[str]]:
         if SECRET_NAME_RE.search(name):
             if looks_like_secret(value):
                 secrets.append(value)
-            hide = looks_like_secret(value) or (
-                STRONG_SECRET_NAME_RE.search(name) is not None and value.strip().lower() not in PLAIN_VALUES
-            )
             if relevant or name.startswith(("HF_", "HUGGING")):
-                selected[name] = (REDACTED if hide else redact_value(value)) if value else ""
+                selected[name] = shown_env_value(name, value)
             continue
         if relevant:
-            selected[name] = redact_value(value)
+            selected[name] = shown_env_value(name, value)
     for value in env.values():
         for match in URL_CREDENTIALS_RE.finditer(value):
             secrets.extend(

@@ -13,7 +13,8 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from diag_common import REDACTED, SECRET_NAME_RE, new_finding, read_text, redact_value
+from diag_common import new_finding, read_text
+from diag_launch import shown_env_value
 from diag_packages import DistRecord
 
 TEST_ROOT_ENV = "CHECK_OPTIONAL_BACKENDS_TEST_ROOT"
@@ -225,29 +226,13 @@ def weight_sync_direction(packages: Dict[str, Dict[str, Any]]) -> Optional[Dict[
 
 
 def node_env(env: Dict[str, str]) -> Dict[str, str]:
-    """The launch variables compared across nodes; secrets redacted by name, URL credentials and token shapes
-    (``safe_output.scrub``) by value."""
-    selected: Dict[str, str] = {}
-    for name in sorted(env):
-        if not (name.startswith(NODE_ENV_PREFIXES) or name in NODE_ENV_NAMES):
-            continue
-        value = env[name]
-        if SECRET_NAME_RE.search(name):
-            selected[name] = REDACTED if value else ""
-        else:
-            selected[name] = _scrub_value(redact_value(value))
-    return selected
-
-
-def _scrub_value(value: str) -> str:
-    """Token shapes anywhere in a value (the shared ``safe_output`` scrubber). Values too short to hold a token and
-    without ``@``/``=`` (addresses, ports, interface names, levels) skip it: importing the scrubber compiles its
-    patterns, about a tenth of a default run."""
-    if len(value) < 16 and "@" not in value and "=" not in value:
-        return value
-    from safe_output import scrub
-
-    return scrub(value)
+    """The launch variables compared across nodes, shown the way the report's launch section shows them
+    (diag_launch.shown_env_value)."""
+    return {
+        name: shown_env_value(name, env[name])
+        for name in sorted(env)
+        if name.startswith(NODE_ENV_PREFIXES) or name in NODE_ENV_NAMES
+    }
 
 
 def accelerate_node_fields(accelerate_config: Dict[str, Any]) -> Dict[str, Any]:

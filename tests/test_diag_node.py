@@ -145,6 +145,26 @@ def test_launch_variables_are_selected_and_secrets_redacted(tmp_path: Path) -> N
         assert secret not in run_script([], [], env=env, tmp=tmp_path).stdout
 
 
+def test_node_env_shows_variables_the_way_the_launch_section_does() -> None:
+    """One rule for both sections: a KEY/AUTH name keeps a short common value, a secret-named or token-shaped value
+    is hidden, and the selection is limited to the launch variables."""
+    token = "hf_" + "a1B2c3D4e5" * 3
+    env = {
+        "NCCL_IB_KEY": "3",  # a KEY-named setting with a plain value stays readable
+        "NCCL_AUTH_TOKEN": "abc123secretvalue",
+        "NCCL_DEBUG": "INFO",
+        "NCCL_SOCKET_IFNAME": token,
+        "HOME": "/root",
+    }
+    shown = diag_node.node_env(env)
+    assert shown == {
+        "NCCL_AUTH_TOKEN": "<redacted>",
+        "NCCL_DEBUG": "INFO",
+        "NCCL_IB_KEY": "3",
+        "NCCL_SOCKET_IFNAME": "<redacted>",
+    }
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "problem"),
     [
