@@ -238,16 +238,22 @@ def obtain(wheel_dir: Path, pin: Pin, expected_sha256: Optional[str], offline: b
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def previous_hashes(output: Path) -> Dict[str, Dict[str, str]]:
-    """``{package: {version: sha256}}`` from an existing facts file (empty when there is none)."""
-    if not output.is_file():
+def _recorded_packages(path: Path) -> Dict[str, dict]:
+    """The ``packages`` object of an existing facts file, or ``{}`` when there is none or it cannot be read."""
+    if not path.is_file():
         return {}
     try:
-        data = json.loads(output.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    packages = data.get("packages") if isinstance(data, dict) else None
+    return packages if isinstance(packages, dict) else {}
+
+
+def previous_hashes(output: Path) -> Dict[str, Dict[str, str]]:
+    """``{package: {version: sha256}}`` of the pins in an existing facts file (empty when there is none)."""
     out: Dict[str, Dict[str, str]] = {}
-    for package, entry in data.get("packages", {}).items():
+    for package, entry in _recorded_packages(output).items():
         for version, facts in entry.get("versions", {}).items():
             if isinstance(facts, dict) and isinstance(facts.get("sha256"), str):
                 out.setdefault(package, {})[version] = facts["sha256"]
@@ -330,14 +336,9 @@ def history_cache_dir(wheel_dir: Path) -> Path:
 
 
 def previous_history_hashes(path: Path) -> Dict[str, Dict[str, str]]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    """``{package: {version: sha256}}`` of the releases in an existing release-history file."""
     out: Dict[str, Dict[str, str]] = {}
-    for package, entry in data.get("packages", {}).items():
+    for package, entry in _recorded_packages(path).items():
         for release in entry.get("releases", []):
             out.setdefault(package, {})[release["version"]] = release["sha256"]
     return out
