@@ -9,9 +9,9 @@ compatibility from the installed TRL's own metadata, and judges each backend pat
 Facts are gathered by small functions, judged by separate rule functions, and printed by renderers
 (text or ``--json``). Standard library only; ``packaging`` and PyYAML are used when present.
 
-This file is the command line; the work lives in the sibling ``diag_*`` modules (one per section:
+This file is the command line; the work lives in the ``diagnostic`` package (a module per section:
 packages, builds, compat, gpus, launch, interpreter, interpreter_hint, probes, rules, crosschecks, render,
-report).
+report) and the shared ``common`` helpers.
 """
 
 from __future__ import annotations
@@ -28,20 +28,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from diag_common import (  # noqa: E402
-    BACKEND_HELP,
-    BACKEND_IDS,
-    DEFAULT_NETWORK_TIMEOUT,
-    DEFAULT_PROBE_TIMEOUT,
-    PROBE_WORKERS,
-    STACK,
-    STACK_IDS,
-)
-from diag_gpus import DEFAULT_SMI_TIMEOUT  # noqa: E402
-from diag_node import COLLECTION_TEMPLATES  # noqa: E402
-from diag_render import render_text, sanitize  # noqa: E402
-from diag_report import collect  # noqa: E402
-from safe_output import (  # noqa: E402
+from common.output import (  # noqa: E402
     SCRUBBER,
     HelpFormatter,
     clean_tree,
@@ -52,8 +39,21 @@ from safe_output import (  # noqa: E402
     progress,
     run_cli,
 )
-from safe_read import InputError, read_bytes  # noqa: E402
-from safe_values import bounded_float  # noqa: E402
+from common.read import InputError, read_bytes  # noqa: E402
+from common.values import bounded_float  # noqa: E402
+from diagnostic.base import (  # noqa: E402
+    BACKEND_HELP,
+    BACKEND_IDS,
+    DEFAULT_NETWORK_TIMEOUT,
+    DEFAULT_PROBE_TIMEOUT,
+    PROBE_WORKERS,
+    STACK,
+    STACK_IDS,
+)
+from diagnostic.gpus import DEFAULT_SMI_TIMEOUT  # noqa: E402
+from diagnostic.node import COLLECTION_TEMPLATES  # noqa: E402
+from diagnostic.render import render_text, sanitize  # noqa: E402
+from diagnostic.report import collect  # noqa: E402
 
 _PACKAGE_LINES = "\n".join(["  " + ", ".join(STACK_IDS[:10]) + ",", "  " + ", ".join(STACK_IDS[10:])])
 _BACKEND_LINES = "\n".join(f"  {bid:<16}{BACKEND_HELP[bid]}" for bid in BACKEND_IDS)
@@ -198,7 +198,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args.probe_import_ids = ids
     args.probe_network_targets = None
     if args.probe_network is not None:
-        from diag_network import TargetError, parse_targets  # only an opt-in run pays for the socket code
+        from diagnostic.network import TargetError, parse_targets  # only an opt-in run pays for the socket code
 
         try:
             args.probe_network_targets = parse_targets(args.probe_network)

@@ -6,11 +6,11 @@ It sends only GET requests to four routes of each server (``/health``, ``/versio
 train, and predicts what TRL 1.16 will do at start-up: adapter-only LoRA sync, a merged fallback with a
 warning, full-weight sync, or an error. It never loads, unloads, pauses or writes anything.
 
-This file is the entry point only. The work is in sibling modules named for their job: ``vllm_data`` (routes,
-citations, snapshots), ``vllm_fetch`` (GETs bounded by timeouts and one total deadline), ``vllm_rules_server``
-and ``vllm_rules_replicas`` (pure rule functions citing the upstream code they reproduce), ``vllm_trl_facts``
-(the installed TRL's vLLM range), ``vllm_report`` (report and text), ``vllm_cli`` (arguments and ``main``), and
-the shared ``safe_read``/``safe_values``/``safe_output`` helpers. Standard library only; Python 3.9+.
+This file is the entry point only. The work is in the ``preflight`` package, a module per job: ``data`` (routes,
+citations, snapshots), ``fetch`` (GETs bounded by timeouts and one total deadline), ``rules_server`` and
+``rules_replicas`` (pure rule functions citing the upstream code they reproduce), ``trl_facts`` (the installed TRL's
+vLLM range), ``report`` (report and text), ``cli`` (arguments and ``main``), and the shared ``common`` helpers
+(``read``, ``values``, ``output``). Standard library only; Python 3.9+.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from safe_output import run_cli  # noqa: E402
-from vllm_cli import build_parser, main  # noqa: E402
+from common.output import run_cli  # noqa: E402
+from preflight.cli import build_parser, main  # noqa: E402
 
 __all__ = ["build_parser", "main"]
 

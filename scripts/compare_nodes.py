@@ -23,10 +23,10 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from diag_node import COLLECTION_TEMPLATES, USABLE_OPERSTATES, socket_ifname_problems  # noqa: E402
-from safe_output import HelpFormatter, clean_tree, dumps_strict, run_cli  # noqa: E402
-from safe_read import InputError as UnreadableInput  # noqa: E402
-from safe_read import read_bytes  # noqa: E402
+from common.output import HelpFormatter, clean_tree, dumps_strict, run_cli  # noqa: E402
+from common.read import InputError as UnreadableInput  # noqa: E402
+from common.read import read_bytes  # noqa: E402
+from diagnostic.node import COLLECTION_TEMPLATES, USABLE_OPERSTATES, socket_ifname_problems  # noqa: E402
 
 SCHEMA_VERSION = 1
 TOOL = "compare_nodes"

@@ -20,10 +20,11 @@ _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-import plan_rules  # noqa: E402
-from plan_assemble import build_plan  # noqa: E402
-from plan_hardware import resolve_hardware  # noqa: E402
-from plan_inputs import (  # noqa: E402
+from common.output import WIDTH, HelpFormatter, dumps_strict, emit, escape_controls, fit_width, one_line  # noqa: E402
+from planner import rules as plan_rules  # noqa: E402
+from planner.assemble import build_plan  # noqa: E402
+from planner.hardware import resolve_hardware  # noqa: E402
+from planner.inputs import (  # noqa: E402
     check_accelerate_config,
     check_args,
     check_model_config,
@@ -31,11 +32,10 @@ from plan_inputs import (  # noqa: E402
     check_trl_config,
     shell_safe,
 )
-from plan_memory import DTYPE_BYTES, MEMORY_MODEL, TRAINERS  # noqa: E402
-from plan_model import facts_from_config, facts_from_params, parse_param_count  # noqa: E402
-from plan_render import plan_dict, render_text  # noqa: E402
-from plan_rules import PlanInputError  # noqa: E402
-from safe_output import WIDTH, HelpFormatter, dumps_strict, emit, escape_controls, fit_width, one_line  # noqa: E402
+from planner.memory import DTYPE_BYTES, MEMORY_MODEL, TRAINERS  # noqa: E402
+from planner.model import facts_from_config, facts_from_params, parse_param_count  # noqa: E402
+from planner.render import plan_dict, render_text  # noqa: E402
+from planner.rules import PlanInputError  # noqa: E402
 
 SCHEMA_VERSION = 1
 
@@ -532,6 +532,6 @@ def verdict_block(result: Dict[str, Any], args: argparse.Namespace) -> str:
 
 
 if __name__ == "__main__":
-    from safe_output import run_cli  # a closed pipe ends quietly; no traceback ever reaches the user
+    from common.output import run_cli  # a closed pipe ends quietly; no traceback ever reaches the user
 
     sys.exit(run_cli(main, "plan_training.py"))

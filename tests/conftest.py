@@ -28,7 +28,7 @@ import fcntl  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import tempfile  # noqa: E402
-from typing import Dict, Iterator  # noqa: E402
+from typing import Dict, Iterator, List  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -78,8 +78,8 @@ def _build_bytecode_cache(prefix: Path) -> None:
                 if name.endswith(_TAG):
                     with contextlib.suppress(OSError):
                         os.symlink(os.path.join(folder, name), target / name)
-    target = _mirror(prefix, str(SCRIPTS_DIR))
-    for source in SCRIPTS_DIR.glob("*.py"):
+    for source in SCRIPTS_DIR.rglob("*.py"):
+        target = _mirror(prefix, str(source.parent))
         py_compile.compile(str(source), cfile=str(target / (source.stem + _TAG)), doraise=False, quiet=2)
     os.environ[PYCACHE_ENV] = str(prefix)
 
@@ -123,14 +123,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: object) -> Iterator[Non
 # A run that creates scripts/__pycache__ fails, naming the files (use `-B` for any child that imports scripts/).
 # --------------------------------------------------------------------------------------------------------------
 
-_SCRIPTS_PYCACHE = SCRIPTS_DIR / "__pycache__"
-_PYCACHE_BEFORE = _SCRIPTS_PYCACHE.exists()
+
+def _scripts_bytecode() -> List[str]:
+    """Every bytecode file under scripts/ (its packages included), relative to scripts/."""
+    return sorted(
+        str(p.relative_to(SCRIPTS_DIR)) for folder in SCRIPTS_DIR.rglob("__pycache__") for p in folder.iterdir()
+    )
+
+
+_PYCACHE_BEFORE = bool(_scripts_bytecode())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if hasattr(session.config, "workerinput") or _PYCACHE_BEFORE or not _SCRIPTS_PYCACHE.exists():
+    left = [] if hasattr(session.config, "workerinput") or _PYCACHE_BEFORE else _scripts_bytecode()
+    if not left:
         return
-    left = sorted(p.name for p in _SCRIPTS_PYCACHE.iterdir())
-    message = f"tests left bytecode in scripts/__pycache__: {', '.join(left)}"
+    message = f"tests left bytecode under scripts/: {', '.join(left)}"
     session.config.get_terminal_writer().line(message, red=True)
     session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence
 
 from conftest import with_bytecode_cache
-from diag_common import ALLOWED_COMMANDS, HEAVY_MODULES
+from diagnostic.base import ALLOWED_COMMANDS, HEAVY_MODULES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = REPO_ROOT / "scripts" / "check_optional_backends.py"

@@ -1,7 +1,7 @@
 """Builders for multi-node tests: a fake node (site-packages, nvidia-smi, /sys and hostname under a test root,
 environment, accelerate config) and a real run of the diagnostic on it that writes its ``--json`` report.
 
-The test root is read through ``CHECK_OPTIONAL_BACKENDS_TEST_ROOT`` (``scripts/diag_node.py``), so each fake node
+The test root is read through ``CHECK_OPTIONAL_BACKENDS_TEST_ROOT`` (``scripts/diagnostic/node.py``), so each fake node
 has its own hostname, ``/sys/class/net`` and ``/sys/class/infiniband``.
 """
 

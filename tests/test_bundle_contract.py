@@ -34,7 +34,7 @@ Rules:
 - Reference depth one level: a reference file (a non-``SKILL.md`` Markdown file in a sub-skill folder) may link
   ``SKILL.md`` files but never another reference file; the root links every sub-skill's ``SKILL.md``; each
   reference file is linked from its own sub-skill's ``SKILL.md``; every script under ``scripts/`` that is a command
-  (it has a module-level ``if __name__ == "__main__":`` block; helper modules such as ``versions.py`` do not) is
+  (it has a module-level ``if __name__ == "__main__":`` block; helper modules such as ``common/versions.py`` do not) is
   named by its path, ``scripts/<file>.py``, in the root ``SKILL.md``.
 - Size budgets: the root ``SKILL.md`` has at most 120 lines (frontmatter included); every skill Markdown file stays
   under 5,000 estimated tokens, where the estimate is the number of characters divided by 4, rounded up (so under

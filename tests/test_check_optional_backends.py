@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import check_optional_backends as cob
-import diag_common
+from diagnostic import base as diag_common
 from diagnostic_helpers import (
     SCHEMA,
     add_dist,

@@ -76,7 +76,7 @@ def test_audit_harness_sees_probe_subprocesses(full_stack: Path, tmp_path: Path)
 
 
 def test_source_parses_as_python_3_9() -> None:
-    modules = [SCRIPT, *sorted(SCRIPT.parent.glob("diag_*.py"))]
+    modules = sorted(SCRIPT.parent.rglob("*.py"))
     assert len(modules) > 1
     for path in modules:
         source = path.read_text(encoding="utf-8")

@@ -318,7 +318,7 @@ def test_installable_set_is_the_installed_unit_without_development_files() -> No
 
 def test_a_symlink_in_the_unit_is_refused(tmp_path: Path) -> None:
     clone = fake_checkout(tmp_path)
-    (clone / "scripts" / "link.py").symlink_to(clone / "scripts" / "versions.py")
+    (clone / "scripts" / "link.py").symlink_to(clone / "scripts" / "common/versions.py")
     with pytest.raises(tool.InstallError, match="symbolic link"):
         tool.installable_files(clone)
 

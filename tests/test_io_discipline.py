@@ -23,7 +23,7 @@ import pytest
 
 from conftest import SCRIPTS_DIR
 
-SHARED = {"safe_read.py", "safe_values.py", "safe_output.py"}
+SHARED = {"common/read.py", "common/values.py", "common/output.py"}
 # Modules not yet moved onto the shared helpers: each must fail the scan (strict xfail) until it is.
 NOT_YET: Dict[str, str] = {}
 FORBIDDEN_ATTRIBUTE_CALLS = {"read_text", "read_bytes", "open", "urlopen", "system", "popen", "fdopen"}
@@ -54,11 +54,12 @@ def direct_io(path: Path) -> List[str]:
 
 def _modules() -> List:
     params = []
-    for path in sorted(SCRIPTS_DIR.glob("*.py")):
-        if path.name in SHARED:
+    for path in sorted(SCRIPTS_DIR.rglob("*.py")):
+        name = path.relative_to(SCRIPTS_DIR).as_posix()
+        if name in SHARED:
             continue
-        marks = [pytest.mark.xfail(reason=NOT_YET[path.name], strict=True)] if path.name in NOT_YET else []
-        params.append(pytest.param(path, id=path.name, marks=marks))
+        marks = [pytest.mark.xfail(reason=NOT_YET[name], strict=True)] if name in NOT_YET else []
+        params.append(pytest.param(path, id=name, marks=marks))
     return params
 
 
@@ -94,7 +95,8 @@ def test_scripts_write_no_bytecode(tmp_path: Path) -> None:
     env["NO_PROXY"] = "*"
     for script, args in sorted(ENTRY.items()):
         subprocess.run([sys.executable, str(copy / script), *args], capture_output=True, env=env, timeout=60)
-        assert not (copy / "__pycache__").exists(), (script, sorted(p.name for p in (copy / "__pycache__").iterdir()))
+        left = sorted(p.relative_to(copy).as_posix() for p in copy.rglob("__pycache__"))
+        assert not left, (script, left)
 
 
 @pytest.mark.parametrize("script", sorted(ENTRY))

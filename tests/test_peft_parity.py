@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-import plan_model as pm
 from conftest import REPO_ROOT
+from planner import model as pm
 
 PARITY = json.loads((REPO_ROOT / "tests" / "fixtures" / "peft_parity.json").read_text(encoding="utf-8"))
 MODEL_DIR = REPO_ROOT / "tests" / "fixtures" / "model_configs"

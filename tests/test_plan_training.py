@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-import plan_memory
-import plan_model
 import plan_training as pt
 from conftest import REPO_ROOT, SCRIPTS_DIR
+from planner import memory as plan_memory
+from planner import model as plan_model
 
 MODEL_DIR = REPO_ROOT / "tests" / "fixtures" / "model_configs"
 SCRIPT = SCRIPTS_DIR / "plan_training.py"

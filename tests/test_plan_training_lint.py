@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import plan_rules
 import plan_training as pt
 from conftest import REPO_ROOT
+from planner import rules as plan_rules
 
 LINT_DIR = REPO_ROOT / "tests" / "fixtures" / "lint"
 

@@ -45,4 +45,4 @@ def test_a_slow_probe_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     os.close(main_fd)
     assert b"gathering facts and running probes... " in seen, seen
     assert seen.endswith(b"\r\x1b[K"), seen[-40:]  # the line is cleared before the report
-    # Not on a pipe: tests/test_safe_output.py::test_progress_only_on_a_tty_and_only_past_the_threshold.
+    # Not on a pipe: tests/test_common_output.py::test_progress_only_on_a_tty_and_only_past_the_threshold.

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional
 
-import vllm_data as vdata
-import vllm_rules_replicas as vreplicas
-import vllm_rules_server as vrules
 from fake_vllm_server import model_list, server_info
+from preflight import data as vdata
+from preflight import rules_replicas as vreplicas
+from preflight import rules_server as vrules
 
 
 def snapshot(

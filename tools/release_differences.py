@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Regenerate ``scripts/release_differences.json``: for each indexed TRL and vLLM release, the skill statements that
-do not hold there.
+"""Regenerate ``scripts/diagnostic/release_differences.json``: for each indexed TRL and vLLM release, the skill
+statements that do not hold there.
 
     python3 tools/release_differences.py           # write the table
     python3 tools/release_differences.py --check   # exit 1 when the committed table is stale
@@ -10,7 +10,7 @@ vLLM, or a name the text calls deprecated) whose scope includes the release the 
 vLLM 0.31.0): what the text asserts for a user of that release. For every other indexed release, the table lists
 the statements whose fact is absent there, each as ``file#section``, the claim, and the releases where it holds.
 No line numbers are stored, so edits elsewhere in a file leave the table current.
-The diagnostic (``scripts/diag_release_diff.py``) reads the table to tell a user on another release which
+The diagnostic (``scripts/diagnostic/release_diff.py``) reads the table to tell a user on another release which
 statements to read with care. Regenerate after the skill text or the release history changes (a test checks).
 """
 
@@ -30,7 +30,7 @@ if str(TOOLS_DIR) not in sys.path:
 
 import skill_claims as sc  # noqa: E402
 
-DEFAULT_OUTPUT = REPO_ROOT / "scripts" / "release_differences.json"
+DEFAULT_OUTPUT = REPO_ROOT / "scripts" / "diagnostic" / "release_differences.json"
 COMMAND = "python3 tools/release_differences.py"
 SCHEMA_VERSION = 1
 CLAIM_CHARS = 90

@@ -1,0 +1,1 @@
+"""The memory planner behind plan_training.py: model, hardware, memory, GPU split, lint, render."""

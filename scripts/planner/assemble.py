@@ -1,0 +1,390 @@
+"""Plan assembly: evaluates every candidate strategy and method and picks the least invasive one that fits.
+
+A sibling module of ``plan_training.py`` (not a command); standard library only.
+"""
+
+from __future__ import annotations
+
+import sys
+
+sys.dont_write_bytecode = True  # importing the siblings must not leave __pycache__ in scripts/
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Dict, List, Optional, Tuple  # noqa: E402
+
+_HERE = Path(__file__).resolve().parent.parent
+if str(_HERE) not in sys.path:
+    sys.path.insert(0, str(_HERE))
+
+from planner import rules as plan_rules  # noqa: E402
+from planner.hardware import GIB, Hardware  # noqa: E402
+from planner.memory import GENERATING, REF_MODEL_DEFAULT, Estimate, Setup, estimate, judge, strategies_for  # noqa: E402
+from planner.model import LoraTargets, ModelFacts, lora_trainable, resolve_lora  # noqa: E402
+from planner.rules import PlanInputError  # noqa: E402
+from planner.split import (  # noqa: E402
+    TRL_COLOCATE_UTIL_DEFAULT,
+    BatchGeometry,
+    Split,
+    VllmPlan,
+    batch_geometry,
+    colocate_util_needed,
+    plan_server,
+    plan_split,
+    served_dtype_bytes,
+    size_vllm,
+)
+from planner.templates import build_commands  # noqa: E402
+
+# ==============================================================================================================
+# Plan assembly
+# ==============================================================================================================
+
+
+@dataclass
+class Plan:
+    facts: ModelFacts
+    setup: Setup
+    hardware: Hardware
+    trainable: int
+    lora_modules: List[str]
+    vllm_mode: str
+    vllm: Optional[VllmPlan]
+    split: Split
+    usable_bytes: int
+    headroom: float
+    candidates: List[Estimate]
+    alternatives: List[Estimate]
+    recommended: Optional[Estimate]
+    alternative_pick: Optional[Estimate]
+    geometry: Optional[BatchGeometry]
+    notes: List[str]
+    commands: List[Dict[str, str]] = field(default_factory=list)
+    config_fields: Dict[str, Any] = field(default_factory=dict)
+    lora: Optional[LoraTargets] = None  # what PEFT trains, when the plan's method (or its fallback) is LoRA/QLoRA
+    input_sources: List[Dict[str, Any]] = field(default_factory=list)  # which of flag / TRL config set an input
+    changes: List[Change] = field(default_factory=list)  # when nothing fits as asked: ranked smallest changes
+
+    @property
+    def fits(self) -> bool:
+        """The requested method fits with some strategy (offload included) and the vLLM side fits."""
+        method_fits = self.recommended is not None or any(c.fits for c in self.candidates)
+        return method_fits and (self.vllm is None or self.vllm.fits)
+
+
+# The one ranking of memory fixes, least invasive first. backend-selection/SKILL.md "Escalation order" lists the
+# same steps in the same order (tests/test_planner_assemble.py reads both). The planner models the steps marked True;
+# it orders its "nothing fits" suggestions by this list, and CPU offload comes last.
+ESCALATION: Tuple[Tuple[str, str, bool], ...] = (
+    # (key, what the skill's list item says first, modelled by the planner)
+    ("shrink-step", "Shrink the step", True),
+    ("adapters", "Adapters", True),
+    ("kernels", "Kernels and sequence tricks", False),
+    ("sharding", "Sharding", True),
+    ("offload", "CPU offload", True),
+)
+STEP_RANK = {key: i for i, (key, _, _) in enumerate(ESCALATION)}
+
+
+@dataclass
+class Change:
+    """One smallest change that would make the plan fit, with the number it gives."""
+
+    step: str  # an ESCALATION key (a pair of changes is ranked by its later step)
+    label: str  # what to pass, e.g. "--micro-batch 2 --grad-accum 8"
+    candidate: Estimate  # the least invasive candidate under the change (the first that fits, else the smallest)
+    changes_training: bool = False  # LoRA/QLoRA: what is trained changes, so the user decides
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.candidate.fits)
+
+
+def _best(candidates: List[Estimate], offload: bool) -> Optional[Estimate]:
+    pool = [c for c in candidates if ("offload" in c.strategy) == offload]
+    if not pool:
+        return None
+    return next((c for c in pool if c.fits), min(pool, key=lambda c: c.upper_bytes))
+
+
+def smallest_changes(
+    args: argparse.Namespace,
+    facts: ModelFacts,
+    setup: Setup,
+    split: Split,
+    usable: int,
+    host_limit: Optional[int],
+) -> List[Change]:
+    """When nothing fits as asked: single changes in ESCALATION order, then pairs with a smaller step, offload
+    last. Each change is evaluated with the same memory model; the first that fits is what the templates show."""
+
+    def run(method: str, dtype: Optional[str], micro: int, offload: bool) -> Optional[Estimate]:
+        accum = max(1, math.ceil(setup.grad_accum * setup.micro_batch / micro))
+        shrunk = Setup(**{**setup.__dict__, "micro_batch": micro, "grad_accum": accum})
+        cands, _t, _m = evaluate(method, facts, shrunk, split, usable, args.headroom, host_limit, dtype)
+        return _best(cands, offload)
+
+    def shrink(method: str, dtype: Optional[str], offload: bool) -> Optional[Tuple[int, Estimate]]:
+        """The largest smaller micro-batch that fits (halving), else micro-batch 1's number."""
+        sizes = sorted({max(1, setup.micro_batch // 2**i) for i in range(1, 12)} - {setup.micro_batch}, reverse=True)
+        last = None
+        for micro in sizes:
+            best = run(method, dtype, micro, offload)
+            if best is None:
+                return None
+            last = (micro, best)
+            if best.fits:
+                return last
+        return last
+
+    def micro_label(micro: int) -> str:
+        accum = max(1, math.ceil(setup.grad_accum * setup.micro_batch / micro))
+        return f"--micro-batch {micro} --grad-accum {accum}"
+
+    method, explicit = setup.method, args.model_dtype
+    adapters: List[Tuple[str, str, Optional[str], bool]] = []  # (label, method, dtype, changes what is trained)
+    if method in ("lora", "qlora") and explicit is None and setup.model_dtype == "float32":
+        adapters.append(("--model-dtype bfloat16", method, "bfloat16", False))
+    half = "float16" if setup.mixed_precision == "fp16" else "bfloat16"
+    if method == "full":
+        adapters.append((f"--method lora --model-dtype {explicit or half}", "lora", explicit or half, True))
+    if method in ("full", "lora"):
+        adapters.append(("--method qlora", "qlora", explicit, True))
+    singles: List[Change] = []
+    if setup.micro_batch > 1:
+        found = shrink(method, explicit, False)
+        if found:
+            singles.append(Change("shrink-step", micro_label(found[0]), found[1]))
+    for label, m, dtype, changes in adapters:
+        best = run(m, dtype, setup.micro_batch, False)
+        if best:
+            singles.append(Change("adapters", label, best, changes))
+    pairs: List[Change] = []
+    if not any(c.fits for c in singles) and setup.micro_batch > 1:
+        for label, m, dtype, changes in adapters:
+            found = shrink(m, dtype, False)
+            if found:
+                pairs.append(Change("adapters", f"{label} {micro_label(found[0])}", found[1], changes))
+    offload: List[Change] = []
+    best = run(method, explicit, setup.micro_batch, True)
+    if best:
+        offload.append(Change("offload", f"CPU offload ({best.label})", best))
+        if not best.fits and setup.micro_batch > 1:
+            found = shrink(method, explicit, True)
+            if found:
+                offload.append(Change("offload", f"CPU offload ({found[1].label}) {micro_label(found[0])}", found[1]))
+    return singles + pairs + offload
+
+
+def _methods_to_try(method: str) -> List[str]:
+    return {"full": ["lora", "qlora"], "lora": ["qlora"], "qlora": []}[method]
+
+
+def method_dtype(method: str, explicit: Optional[str], mixed: str = "bf16") -> str:
+    """TRL loads in float32 unless told; QLoRA plans with bfloat16, which TRL also uses as the 4-bit compute dtype
+    (float16 below compute capability 8.0, where bf16 is not available)."""
+    half = "float16" if mixed == "fp16" else "bfloat16"
+    return explicit or (half if method == "qlora" else "float32")
+
+
+def evaluate(
+    method: str,
+    facts: ModelFacts,
+    setup: Setup,
+    split: Split,
+    usable: int,
+    headroom: float,
+    host_limit: Optional[int],
+    explicit_dtype: Optional[str],
+) -> Tuple[List[Estimate], int, List[str]]:
+    method_setup = Setup(
+        **{
+            **setup.__dict__,
+            "method": method,
+            "model_dtype": method_dtype(method, explicit_dtype, setup.mixed_precision),
+        }
+    )
+    trainable, modules = (
+        (facts.total, []) if method == "full" else lora_trainable(facts, setup.lora_rank, setup.lora_targets)
+    )
+    out = []
+    world = split.trainer_world
+    nodes = len(split.trainer_masks)  # training nodes; DeepSpeed's host RAM formulas are per node
+    per_node = world // nodes
+    for key in strategies_for(method, setup.trainer, world):
+        cand = estimate(method, key, facts, method_setup, trainable, world, per_node, nodes)
+        judge(cand, usable, headroom, host_limit)
+        out.append(cand)
+    out.sort(key=lambda c: c.rank)
+    return out, trainable, modules
+
+
+def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Plan:
+    notes: List[str] = list(facts.notes) + list(hw.notes)
+    trainer = args.trainer
+    low_cc = [
+        cc for cc in hw.compute_capabilities if plan_rules._cc_value(cc) is not None and plan_rules._cc_value(cc) < 8.0
+    ]
+    mixed = "fp16" if low_cc else "bf16"
+    if low_cc:
+        notes.append("compute capability below 8.0: planning with fp16 mixed precision (bf16 is not available)")
+    ref_model = REF_MODEL_DEFAULT[trainer]
+    if args.beta is not None and trainer in ("grpo", "rloo"):
+        ref_model = args.beta != 0
+    setup = Setup(
+        method=args.method,
+        trainer=trainer,
+        seq_len=args.seq_len,
+        micro_batch=args.micro_batch,
+        grad_ckpt=args.gradient_checkpointing,
+        optimizer=args.optimizer,
+        model_dtype=method_dtype(args.method, args.model_dtype, mixed),
+        mixed_precision=mixed,
+        lora_rank=args.lora_rank,
+        lora_targets=args.lora_targets,
+        double_quant=args.bnb_double_quant,
+        quant_storage=args.bnb_quant_storage or ("float32" if mixed == "fp16" else "bfloat16"),
+        ref_model=ref_model,
+        grad_accum=args.grad_accum,
+        full_logits=bool(getattr(args, "full_logits", False)),
+    )
+    mode = resolve_vllm_mode(args, hw)
+    gpu_bytes = hw.memory_bytes
+    max_model_len = args.max_model_len or args.seq_len
+    serve_bytes = served_dtype_bytes(trainer, setup.model_dtype)
+    vllm_plan: Optional[VllmPlan] = None
+    usable = gpu_bytes
+    if mode == "server":
+        vllm_plan, split = plan_server(args, facts, hw, setup, max_model_len, serve_bytes)
+    else:
+        split = plan_split(hw, 0)
+    world = split.trainer_world
+    if world < 1:
+        raise PlanInputError("impossible hardware: no GPU is left for the trainer")
+    geometry = None
+    if trainer in ("grpo", "rloo"):
+        geometry = batch_geometry(
+            args.micro_batch, world, args.grad_accum, args.steps_per_generation, args.num_generations
+        )
+    if mode == "none" and geometry is not None:
+        # Each process generates its share of the generation batch: per_device x steps_per_generation.
+        setup.generate_sequences = args.micro_batch * geometry.steps_per_generation
+        notes.append("no vLLM: the trainer generates with model.generate(), so its KV cache counts against training")
+    if mode == "colocate":
+        tp = args.vllm_tp or 1
+        if world % tp:
+            raise PlanInputError(
+                f"--vllm-tp {tp}: in colocate mode the TP size must divide the world size {world} (TRL raises "
+                f"'tensor_parallel_size ({tp}) must divide world size ({world}) evenly.')"
+            )
+        if facts.heads % tp:
+            raise PlanInputError(f"--vllm-tp {tp}: vLLM needs the {facts.heads} attention heads divisible by it")
+        spg = geometry.steps_per_generation if geometry else args.grad_accum
+        max_num_seqs = args.vllm_concurrency or args.micro_batch * tp * spg  # grpo_trainer.py L1124-1126
+        if args.vllm_gpu_memory_utilization:
+            util, util_source = args.vllm_gpu_memory_utilization, "--vllm-gpu-memory-utilization"
+        else:
+            util = colocate_util_needed(
+                facts, args.method, tp, gpu_bytes, max_model_len, max_num_seqs, args.bnb_double_quant, serve_bytes
+            )
+            util_source = (
+                f"smallest that holds weights + {max_num_seqs} sequences + a 0.05 buffer; TRL's default is "
+                f"{TRL_COLOCATE_UTIL_DEFAULT}"
+            )
+        vllm_plan = size_vllm(
+            facts,
+            args.method,
+            "colocate",
+            tp,
+            util,
+            gpu_bytes,
+            max_model_len,
+            max_num_seqs,
+            args.bnb_double_quant,
+            util_source,
+            serve_bytes,
+        )
+        vllm_plan.concurrency_source = (
+            "--vllm-concurrency" if args.vllm_concurrency else "max_num_seqs = per_device x TP x steps_per_generation"
+        )
+        usable = int(gpu_bytes * (1 - util))
+        notes.append(
+            f"colocate: vLLM takes {util:.2f} x {hw.memory_gib:.0f} GiB on every training GPU; the trainer keeps "
+            f"{usable / GIB:.1f} GiB (vllm_enable_sleep_mode frees vLLM's share during the optimizer step)"
+        )
+    host_limit = int(args.host_memory_gib * GIB) if args.host_memory_gib else None
+    candidates, trainable, modules = evaluate(
+        args.method, facts, setup, split, usable, args.headroom, host_limit, args.model_dtype
+    )
+    alternatives: List[Estimate] = []
+    for method in _methods_to_try(args.method):
+        alts, _t, _m = evaluate(method, facts, setup, split, usable, args.headroom, host_limit, args.model_dtype)
+        alternatives.extend(alts)
+    # Offload is the last resort (ESCALATION): a candidate that fits only with offload is a change, not the answer.
+    recommended = next((c for c in candidates if c.fits and "offload" not in c.strategy), None)
+    changes: List[Change] = []
+    if recommended is None:
+        changes = smallest_changes(args, facts, setup, split, usable, host_limit)
+    first_fit = next((c for c in changes if c.fits), None)
+    alternative_pick = first_fit.candidate if first_fit else None
+    if trainer == "async-grpo" and setup.model_dtype == "float32":
+        notes.append(
+            "AsyncGRPO trains in AsyncGRPOConfig.dtype (default float32) and wants the server in the same dtype "
+            "(vllm serve --dtype); --model-dtype bfloat16 halves both"
+        )
+    uses_lora = args.method != "full" or (alternative_pick is not None and alternative_pick.method != "full")
+    lora = resolve_lora(facts, args.lora_rank, args.lora_targets) if uses_lora else None
+    if lora is not None:
+        notes.extend(lora.notes)
+    if args.method != "full" and trainer == "async-grpo":
+        if lora is not None and lora.merged_sync_reason:
+            notes.append(f"AsyncGRPO syncs merged weights, not the adapter: {lora.merged_sync_reason}")
+        elif mode == "server":
+            notes.append(
+                "AsyncGRPO with LoRA syncs only the adapter when the server has --enable-lora (see the template)"
+            )
+    plan = Plan(
+        facts,
+        setup,
+        hw,
+        trainable,
+        modules,
+        mode,
+        vllm_plan,
+        split,
+        usable,
+        args.headroom,
+        candidates,
+        alternatives,
+        recommended,
+        alternative_pick,
+        geometry,
+        notes,
+    )
+    plan.lora = lora
+    plan.changes = changes
+    plan.commands, plan.config_fields = build_commands(args, plan)
+    return plan
+
+
+def resolve_vllm_mode(args: argparse.Namespace, hw: Hardware) -> str:
+    mode = args.vllm_mode
+    trainer = args.trainer
+    if trainer not in GENERATING:
+        if mode not in (None, "none"):
+            raise PlanInputError(f"--vllm-mode {mode}: only GRPO, RLOO and AsyncGRPO generate with vLLM")
+        return "none"
+    if trainer == "async-grpo":
+        if mode in ("colocate", "none"):
+            raise PlanInputError("--trainer async-grpo always generates on a vLLM server: use --vllm-mode server")
+        mode = "server"
+    if mode is None:
+        mode = "server" if hw.total_gpus >= 2 else "colocate"
+    if mode == "server" and hw.total_gpus < 2:
+        raise PlanInputError(
+            "impossible hardware: vLLM server mode needs its own GPU next to the trainer's; with one GPU use "
+            "--vllm-mode colocate"
+        )
+    return mode

@@ -1,0 +1,624 @@
+"""Model architecture for the planner: parameter counts, shapes and LoRA targets from config.json or a count.
+
+A sibling module of ``plan_training.py`` (not a command); standard library only.
+"""
+
+from __future__ import annotations
+
+import sys
+
+sys.dont_write_bytecode = True  # importing the siblings must not leave __pycache__ in scripts/
+
+import math  # noqa: E402
+import re  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Dict, List, Optional, Tuple  # noqa: E402
+
+_HERE = Path(__file__).resolve().parent.parent
+if str(_HERE) not in sys.path:
+    sys.path.insert(0, str(_HERE))
+
+from planner.rules import PlanInputError  # noqa: E402
+
+# ==============================================================================================================
+# Model architecture
+# ==============================================================================================================
+
+
+@dataclass
+class Linear:
+    """One nn.Linear per layer of a kind: name, in/out features, layers that have it."""
+
+    name: str
+    fan_in: int
+    fan_out: int
+    layers: int
+    path: str = ""  # inside a decoder layer, e.g. "self_attn.q_proj", "mlp.shared_expert.down_proj"
+
+    def __post_init__(self) -> None:
+        self.path = self.path or self.name
+
+
+@dataclass
+class ExpertParam:
+    """A parameter that is not an nn.Linear (fused experts, a router weight): LoRA reaches it only through PEFT's
+    ``target_parameters``. Shape ``(experts, dim_a, dim_b)``, or ``(dim_a, dim_b)`` with ``experts == 1``."""
+
+    path: str  # inside a decoder layer, e.g. "mlp.experts.gate_up_proj", "mlp.gate.weight"
+    experts: int
+    dim_a: int
+    dim_b: int
+    layers: int
+    lora: bool = True  # False for a bias (PEFT's ParamWrapper needs a 2-D or 3-D parameter)
+
+    @property
+    def numel(self) -> int:
+        return self.experts * self.dim_a * self.dim_b
+
+
+@dataclass
+class ModelFacts:
+    """The counts the memory model needs, from a config.json or a reference shape."""
+
+    name: str
+    source: str
+    total: int
+    active: int
+    embedding: int
+    lm_head: int
+    quantizable: int  # params of every nn.Linear except lm_head (what bitsandbytes 4-bit quantizes)
+    largest_module: int  # DeepSpeed's largest_layer_params (one module, its own parameters)
+    block: int  # params of the largest decoder layer
+    block_quantizable: int
+    largest_linear: int  # in*out of the largest Linear (bnb dequantizes one at a time)
+    linears: List[Linear]
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    mlp_active: int  # intermediate width a token passes through (top-k experts for MoE, + shared expert)
+    gated_mlp: bool
+    is_moe: bool
+    max_position_embeddings: Optional[int] = None
+    torch_dtype: Optional[str] = None
+    notes: List[str] = field(default_factory=list)
+    model_type: str = ""
+    expert_params: List[ExpertParam] = field(default_factory=list)
+    mla_kv_dim: Optional[int] = None  # multi-head latent attention: cached latent + rope key per token and layer
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+
+FAMILIES = {
+    # model_type: (tied default, qkv bias, o bias, norms per layer, q/k norm, gated MLP, layer-norm with bias)
+    "llama": (False, None, None, 2, False, True, False),
+    "mistral": (False, False, False, 2, False, True, False),
+    "mixtral": (False, False, False, 2, False, True, False),
+    "qwen2": (False, True, False, 2, False, True, False),
+    "qwen2_moe": (False, True, False, 2, False, True, False),
+    "qwen3": (False, None, None, 2, True, True, False),
+    "qwen3_moe": (False, None, None, 2, True, True, False),
+    "gemma": (True, None, None, 2, False, True, False),
+    "gemma2": (True, None, None, 4, False, True, False),
+    "gemma3_text": (True, None, None, 4, True, True, False),
+    "phi3": (False, False, False, 2, False, True, False),
+    "phi": (False, True, True, 1, False, False, True),
+    "deepseek_v2": (False, None, None, 2, False, True, False),
+    "deepseek_v3": (False, None, None, 2, False, True, False),
+    "gpt_oss": (False, None, None, 2, False, True, False),
+}
+MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
+MLA_TYPES = {"deepseek_v2", "deepseek_v3"}  # multi-head latent attention (transformers 5.24.0 modeling files)
+
+
+def _cfg_int(config: Dict[str, Any], key: str, path: str, default: Optional[int] = None) -> int:
+    value = config.get(key, default)
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+        if value is None:
+            raise PlanInputError(f"{path}: missing integer field {key!r}")
+        raise PlanInputError(f"{path}: field {key!r} must be an integer, got {value!r}")
+    if int(value) < 0:
+        raise PlanInputError(f"{path}: field {key!r} must not be negative")
+    return int(value)
+
+
+# Linear = (path inside a decoder layer, in features, out features, has bias)
+_Lin = Tuple[str, int, int, bool]
+
+
+def _linear_params(entries: List[_Lin]) -> int:
+    return sum(i * o + (o if bias else 0) for _, i, o, bias in entries)
+
+
+def _attention(config: Dict[str, Any], model_type: str, path: str, h: int, heads: int, kv: int, head_dim: int):
+    """Attention Linears of one layer and its other parameters (norms inside attention, sinks)."""
+    qkv_bias, o_bias, qk_norm = FAMILIES[model_type][1], FAMILIES[model_type][2], FAMILIES[model_type][4]
+    if qkv_bias is None:
+        qkv_bias = bool(config.get("attention_bias", False))
+    if o_bias is None:
+        o_bias = bool(config.get("attention_bias", False))
+    if model_type in MLA_TYPES:
+        nope = _cfg_int(config, "qk_nope_head_dim", path)
+        rope = _cfg_int(config, "qk_rope_head_dim", path)
+        v_dim = _cfg_int(config, "v_head_dim", path)
+        kv_rank = _cfg_int(config, "kv_lora_rank", path)
+        q_rank = config.get("q_lora_rank")
+        q_head = nope + rope
+        linears: List[_Lin] = []
+        extra = kv_rank  # kv_a_layernorm
+        if q_rank:
+            q_rank = _cfg_int(config, "q_lora_rank", path)
+            linears += [
+                ("self_attn.q_a_proj", h, q_rank, qkv_bias),
+                ("self_attn.q_b_proj", q_rank, heads * q_head, False),
+            ]
+            extra += q_rank  # q_a_layernorm
+        else:
+            linears.append(("self_attn.q_proj", h, heads * q_head, False))
+        linears += [
+            ("self_attn.kv_a_proj_with_mqa", h, kv_rank + rope, qkv_bias),
+            ("self_attn.kv_b_proj", kv_rank, heads * (nope + v_dim), False),
+            ("self_attn.o_proj", heads * v_dim, h, o_bias),
+        ]
+        return linears, extra
+    q_out, kv_out = heads * head_dim, kv * head_dim
+    if model_type == "phi3":
+        linears = [("self_attn.qkv_proj", h, q_out + 2 * kv_out, qkv_bias)]
+    else:
+        linears = [
+            ("self_attn.q_proj", h, q_out, qkv_bias),
+            ("self_attn.k_proj", h, kv_out, qkv_bias),
+            ("self_attn.v_proj", h, kv_out, qkv_bias),
+        ]
+    linears.append(("self_attn.dense" if model_type == "phi" else "self_attn.o_proj", q_out, h, o_bias))
+    extra = 2 * head_dim if qk_norm else 0
+    if model_type == "gpt_oss":
+        extra += heads  # attention sinks, one per head
+    return linears, extra
+
+
+def _dense_mlp(model_type: str, prefix: str, h: int, width: int, bias: bool) -> List[_Lin]:
+    if model_type == "phi":
+        return [(prefix + "fc1", h, width, bias), (prefix + "fc2", width, h, bias)]
+    if model_type == "phi3":
+        return [(prefix + "gate_up_proj", h, 2 * width, bias), (prefix + "down_proj", width, h, bias)]
+    return [
+        (prefix + "gate_proj", h, width, bias),
+        (prefix + "up_proj", h, width, bias),
+        (prefix + "down_proj", width, h, bias),
+    ]
+
+
+@dataclass
+class _Moe:
+    experts: int
+    top_k: int
+    expert_inter: int
+    moe_layers: int
+    shared: List[_Lin]
+    params: List[ExpertParam]  # per MoE layer (layers filled in by the caller)
+    expert_params: int  # parameters of one routed expert (what top-k leaves out of the active count)
+    router_params: int
+
+
+def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int, layers: int) -> _Moe:
+    """Routed experts, router and shared experts of one MoE layer, as transformers 5.24.0 builds them."""
+    if model_type in ("mixtral", "gpt_oss"):
+        experts = _cfg_int(config, "num_local_experts", path)
+        expert_inter = inter
+        moe_ids = set(range(layers))
+    elif model_type in MLA_TYPES:
+        experts = _cfg_int(config, "n_routed_experts", path)
+        expert_inter = _cfg_int(config, "moe_intermediate_size", path)
+        first_dense = _cfg_int(config, "first_k_dense_replace", path, 0)
+        moe_ids = {i for i in range(layers) if i >= first_dense}
+    else:
+        experts = _cfg_int(config, "num_experts", path)
+        expert_inter = _cfg_int(config, "moe_intermediate_size", path)
+        step = _cfg_int(config, "decoder_sparse_step", path, 1) or 1
+        mlp_only = set(config.get("mlp_only_layers") or [])
+        moe_ids = {i for i in range(layers) if i not in mlp_only and experts > 0 and (i + 1) % step == 0}
+    top_k = _cfg_int(config, "num_experts_per_tok", path)
+    if experts <= 0 or top_k <= 0 or top_k > experts:
+        raise PlanInputError(f"{path}: MoE needs 0 < num_experts_per_tok <= number of experts")
+    i2 = 2 * expert_inter
+    shared: List[_Lin] = []
+    if model_type == "gpt_oss":
+        params = [
+            ExpertParam("mlp.router.weight", 1, experts, h, 0),
+            ExpertParam("mlp.router.bias", 1, 1, experts, 0, lora=False),
+            ExpertParam("mlp.experts.gate_up_proj", experts, h, i2, 0),
+            ExpertParam("mlp.experts.gate_up_proj_bias", experts, 1, i2, 0, lora=False),
+            ExpertParam("mlp.experts.down_proj", experts, expert_inter, h, 0),
+            ExpertParam("mlp.experts.down_proj_bias", experts, 1, h, 0, lora=False),
+        ]
+        expert_params = 3 * h * expert_inter + i2 + h
+    else:
+        params = [
+            ExpertParam("mlp.gate.weight", 1, experts, h, 0),
+            ExpertParam("mlp.experts.gate_up_proj", experts, i2, h, 0),
+            ExpertParam("mlp.experts.down_proj", experts, h, expert_inter, 0),
+        ]
+        expert_params = 3 * h * expert_inter
+        if model_type == "qwen2_moe":
+            width = int(config.get("shared_expert_intermediate_size") or 0)
+            if width:
+                shared = _dense_mlp(model_type, "mlp.shared_expert.", h, width, False)
+                shared.append(("mlp.shared_expert_gate", h, 1, False))
+        elif model_type in MLA_TYPES:
+            n_shared = int(config.get("n_shared_experts") or 0)
+            if n_shared:
+                shared = _dense_mlp(model_type, "mlp.shared_experts.", h, n_shared * expert_inter, False)
+    router = experts * h + (experts if model_type == "gpt_oss" else 0)
+    return _Moe(experts, top_k, expert_inter, len(moe_ids), shared, params, expert_params, router)
+
+
+def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
+    """Count parameters of a decoder from its config.json, family by family (transformers 5.24.0 modeling)."""
+    model_type = config.get("model_type")
+    if model_type not in FAMILIES:
+        if isinstance(config.get("text_config"), dict):
+            raise PlanInputError(
+                f"{path}: model_type {model_type!r} is a multimodal wrapper (a vision tower and projector the planner "
+                f"does not count); pass --params, or a config.json of the text model (supported model_type: "
+                f"{', '.join(sorted(FAMILIES))})"
+            )
+        raise PlanInputError(
+            f"{path}: unknown model_type {model_type!r} (architectures {config.get('architectures')}); supported: "
+            f"{', '.join(sorted(FAMILIES))}. Pass --params instead to plan with a reference shape."
+        )
+    tied_default, _, _, norms, _, gated, layer_norm = FAMILIES[model_type]
+    h = _cfg_int(config, "hidden_size", path)
+    layers = _cfg_int(config, "num_hidden_layers", path)
+    heads = _cfg_int(config, "num_attention_heads", path)
+    kv = _cfg_int(config, "num_key_value_heads", path, heads) if config.get("num_key_value_heads") else heads
+    vocab = _cfg_int(config, "vocab_size", path)
+    inter = _cfg_int(config, "intermediate_size", path)
+    if min(h, layers, heads, kv, vocab) <= 0:
+        raise PlanInputError(f"{path}: hidden_size, num_hidden_layers, heads and vocab_size must be positive")
+    if model_type in MLA_TYPES:
+        head_dim = _cfg_int(config, "v_head_dim", path)
+    else:
+        head_dim = config.get("head_dim") or h // heads
+        head_dim = _cfg_int({"head_dim": head_dim}, "head_dim", path)
+    tied = config.get("tie_word_embeddings", tied_default)
+    mlp_bias = bool(config.get("mlp_bias", False)) or model_type == "phi"
+    norm_params = 2 * h if layer_norm else h
+    layer_norms = norms * norm_params
+
+    attn_linears, attn_extra = _attention(config, model_type, path, h, heads, kv, head_dim)
+    attn = _linear_params(attn_linears) + attn_extra
+    linears: Dict[str, Linear] = {}
+
+    def add(entries: List[_Lin], count: int) -> None:
+        for key, fan_in, fan_out, _ in entries:
+            if not count:
+                continue
+            if key in linears:
+                linears[key].layers += count
+            else:
+                linears[key] = Linear(key.rsplit(".", 1)[-1], fan_in, fan_out, count, key)
+
+    add(attn_linears, layers)
+    dense_mlp = _dense_mlp(model_type, "mlp.", h, inter, mlp_bias)
+    dense_layer = attn + layer_norms + _linear_params(dense_mlp)
+    largest_module = vocab * h
+    notes: List[str] = []
+    expert_params: List[ExpertParam] = []
+    is_moe = model_type in MOE_TYPES
+    mlp_active = inter
+    mla_kv_dim: Optional[int] = None
+    if model_type in MLA_TYPES:
+        mla_kv_dim = _cfg_int(config, "kv_lora_rank", path) + _cfg_int(config, "qk_rope_head_dim", path)
+    if is_moe:
+        moe = _moe(config, model_type, path, h, inter, layers)
+        n_moe, n_dense = moe.moe_layers, layers - moe.moe_layers
+        fused = sum(p.numel for p in moe.params)
+        moe_layer = attn + layer_norms + fused + _linear_params(moe.shared)
+        total_layers = n_moe * moe_layer + n_dense * dense_layer
+        active_layers = total_layers - n_moe * (moe.experts - moe.top_k) * moe.expert_params
+        experts_module = sum(p.numel for p in moe.params if p.path.startswith("mlp.experts."))
+        largest_module = max(largest_module, experts_module)
+        add(moe.shared, n_moe)
+        add(dense_mlp, n_dense)
+        for p in moe.params:
+            expert_params.append(ExpertParam(p.path, p.experts, p.dim_a, p.dim_b, n_moe, p.lora))
+        block = max(moe_layer if n_moe else 0, dense_layer if n_dense else 0)
+        block_q = sum(i * o for _, i, o, _ in attn_linears) + (
+            sum(i * o for _, i, o, _ in moe.shared)
+            if n_moe and block == moe_layer
+            else sum(i * o for _, i, o, _ in dense_mlp)
+        )
+        shared_width = sum(o for key, _, o, _ in moe.shared if key.endswith("up_proj"))
+        mlp_active = moe.top_k * moe.expert_inter + shared_width
+        notes.append(
+            f"MoE: {moe.experts} experts, top-{moe.top_k}; in transformers 5.x the experts are fused 3-D parameters, "
+            "so bitsandbytes 4-bit leaves them at the load dtype; which of them LoRA trains depends on the target "
+            "list (see the LoRA note)"
+        )
+    else:
+        add(dense_mlp, layers)
+        total_layers = active_layers = layers * dense_layer
+        block = dense_layer
+        block_q = sum(i * o for _, i, o, _ in attn_linears) + sum(i * o for _, i, o, _ in dense_mlp)
+    embedding = vocab * h
+    lm_head = 0 if tied else vocab * h + (vocab if model_type == "phi" else 0)
+    final_norm = norm_params
+    total = embedding + lm_head + final_norm + total_layers
+    active = embedding + lm_head + final_norm + active_layers
+    quantizable = sum(lin.fan_in * lin.fan_out * lin.layers for lin in linears.values())
+    largest_linear = max(lin.fan_in * lin.fan_out for lin in linears.values())
+    name = str(config.get("_name_or_path") or Path(path).parent.name or model_type)
+    dtype = config.get("torch_dtype") or config.get("dtype")
+    max_pos = config.get("max_position_embeddings")
+    return ModelFacts(
+        name=name,
+        source=f"config.json ({path}, model_type {model_type})",
+        total=total,
+        active=active,
+        embedding=embedding,
+        lm_head=lm_head,
+        quantizable=quantizable,
+        largest_module=largest_module,
+        block=block,
+        block_quantizable=block_q,
+        largest_linear=largest_linear,
+        linears=list(linears.values()),
+        layers=layers,
+        hidden=h,
+        heads=heads,
+        kv_heads=kv,
+        head_dim=head_dim,
+        vocab=vocab,
+        mlp_active=mlp_active,
+        gated_mlp=gated,
+        is_moe=is_moe,
+        max_position_embeddings=int(max_pos) if isinstance(max_pos, int) else None,
+        torch_dtype=str(dtype) if dtype else None,
+        notes=notes,
+        model_type=str(model_type),
+        expert_params=expert_params,
+        mla_kv_dim=mla_kv_dim,
+    )
+
+
+def _reference(
+    name: str, model_type: str, h: int, inter: int, layers: int, heads: int, kv: int, vocab: int, tied: bool
+) -> Dict[str, Any]:
+    return {
+        "_name_or_path": name,
+        "model_type": model_type,
+        "hidden_size": h,
+        "intermediate_size": inter,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "vocab_size": vocab,
+        "tie_word_embeddings": tied,
+    }
+
+
+# Published architectures of common dense decoders, used for the shape when only --params is given.
+REFERENCE_SHAPES = [
+    _reference("Qwen2.5-0.5B", "qwen2", 896, 4864, 24, 14, 2, 151936, True),
+    _reference("Qwen2.5-1.5B", "qwen2", 1536, 8960, 28, 12, 2, 151936, True),
+    _reference("Qwen2.5-3B", "qwen2", 2048, 11008, 36, 16, 2, 151936, True),
+    _reference("Mistral-7B-v0.1", "mistral", 4096, 14336, 32, 32, 8, 32000, False),
+    _reference("Qwen2.5-7B", "qwen2", 3584, 18944, 28, 28, 4, 152064, False),
+    _reference("Llama-3.1-8B", "llama", 4096, 14336, 32, 32, 8, 128256, False),
+    _reference("Qwen2.5-14B", "qwen2", 5120, 13824, 48, 40, 8, 152064, False),
+    _reference("Qwen2.5-32B", "qwen2", 5120, 27648, 64, 40, 8, 152064, False),
+    _reference("Llama-3.1-70B", "llama", 8192, 28672, 80, 64, 8, 128256, False),
+    _reference("Qwen2.5-72B", "qwen2", 8192, 29568, 80, 64, 8, 152064, False),
+]
+
+
+def facts_from_params(total: int) -> ModelFacts:
+    """Exact parameter count, with the structure of the nearest published reference shape."""
+    candidates = [facts_from_config(cfg, "reference") for cfg in REFERENCE_SHAPES]
+    ref = min(candidates, key=lambda f: abs(math.log(total / f.total)))
+    scale = total / ref.total
+    facts = ModelFacts(
+        name=f"{total / 1e9:.2f}B-parameter model",
+        source=f"--params {total:,}; shape of {ref.name} ({ref.total / 1e9:.2f}B) for layers, KV heads and activations",
+        total=total,
+        active=total,
+        embedding=ref.embedding,
+        lm_head=ref.lm_head,
+        quantizable=min(total, int(ref.quantizable * scale)),
+        largest_module=ref.largest_module,
+        block=int(ref.block * scale),
+        block_quantizable=int(ref.block_quantizable * scale),
+        largest_linear=ref.largest_linear,
+        linears=ref.linears,
+        layers=ref.layers,
+        hidden=ref.hidden,
+        heads=ref.heads,
+        kv_heads=ref.kv_heads,
+        head_dim=ref.head_dim,
+        vocab=ref.vocab,
+        mlp_active=ref.mlp_active,
+        gated_mlp=ref.gated_mlp,
+        is_moe=False,
+        max_position_embeddings=None,
+        torch_dtype="bfloat16",
+        notes=[
+            f"shape approximated by {ref.name}: pass --model-config <config.json> for exact activations, KV cache, "
+            "LoRA sizes and the ZeRO-3 largest layer"
+        ],
+    )
+    if abs(math.log(scale)) > math.log(1.25):
+        facts.notes.append(f"--params is {scale:.2f}x the nearest reference shape; treat activations as rough")
+    return facts
+
+
+def parse_param_count(text: str) -> int:
+    """'7B', '7e9', '70.6B', '500M', '7000000000' -> int."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBtT]?)\s*", str(text))
+    if not match:
+        raise PlanInputError(f"--params {text!r}: expected a count such as 7B, 0.5B, 7e9 or 500M")
+    value = float(match.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}[match.group(2).lower()]
+    if value < 1e6:
+        raise PlanInputError(f"--params {text!r}: {value:g} parameters is not a plausible model size")
+    return round(value)
+
+
+# PEFT 0.21.2 converts a LoRA config for MoE models whose layout changed in transformers v5
+# (peft/utils/transformers_weight_conversion.py, _convert_peft_config_moe). The model types come from transformers
+# 5.24.0 conversion_mapping._MODEL_TO_CONVERSION_PATTERN (PEFT adds "mixtral"); only those the planner counts are
+# listed. qwen2_moe itself is not a key there, and gpt_oss has no conversion: neither is converted.
+PEFT_MOE_CONVERSION = {
+    "mixtral": "mixtral",
+    "qwen3_moe": "qwen2_moe",
+    "deepseek_v2": "qwen2_moe",
+    "deepseek_v3": "qwen2_moe",
+}
+PEFT_MOE_TARGET_MAPPING = {  # _MOE_TARGET_MODULE_MAPPING: v4 module leaf name -> v5 parameter
+    "mixtral": {"gate": "gate.weight", "w1": "gate_up_proj", "w3": "gate_up_proj", "w2": "down_proj"},
+    "qwen2_moe": {
+        "gate": "gate.weight",
+        "gate_proj": "gate_up_proj",
+        "up_proj": "gate_up_proj",
+        "down_proj": "down_proj",
+    },
+}
+PEFT_MOE_FUSED = {"mixtral": {"gate_up_proj": ("w1", "w3")}, "qwen2_moe": {"gate_up_proj": ("gate_proj", "up_proj")}}
+PEFT_VERSIONS = "PEFT 0.21.2 with transformers 5.24.0"
+
+
+@dataclass
+class LoraTargets:
+    """What PEFT's get_peft_model trains for a target list: modules, parameters, counts, and what the user must know."""
+
+    trainable: int
+    modules: List[str]  # leaf names of the targeted nn.Linear layers
+    parameters: List[str]  # PEFT target_parameters that matched (after its MoE conversion)
+    rank_pattern: Dict[str, int]
+    unmatched: List[str]
+    notes: List[str] = field(default_factory=list)
+    merged_sync_reason: Optional[str] = None  # why AsyncGRPO cannot sync the adapter alone
+
+    @property
+    def names(self) -> List[str]:
+        return self.modules + self.parameters
+
+
+def _suffix_match(path: str, target: str) -> bool:
+    """PEFT's list matching (check_target_module_exists): the key equals the target or ends with '.' + target."""
+    return path == target or path.endswith("." + target)
+
+
+def resolve_lora(facts: ModelFacts, rank: int, targets: str) -> LoraTargets:
+    """LoRA trainable parameters as PEFT 0.21.2 computes them: r*(in+out) per targeted Linear, and for a parameter
+    reached through ``target_parameters`` (peft/tuners/lora/layer.py ParamWrapper) r*experts*(dim_a+dim_b), with the
+    rank doubled on a fused gate_up_proj (the conversion's rank_pattern)."""
+    all_linear = targets.strip().lower() == "all-linear"
+    wanted: List[str] = [] if all_linear else [t.strip() for t in targets.split(",") if t.strip()]
+    if "lm_head" in wanted:
+        raise PlanInputError(
+            "--lora-targets lm_head: TRL 1.16 refuses a PEFT adapter on lm_head (the fused LM head reads "
+            "lm_head.weight directly)"
+        )
+    if not all_linear and not wanted:
+        raise PlanInputError(f"--lora-targets {targets!r}: no target names")
+    base = PEFT_MOE_CONVERSION.get(facts.model_type)
+    mapping = PEFT_MOE_TARGET_MAPPING.get(base or "", {})
+    modules: List[str]
+    if all_linear:
+        modules = sorted({lin.name for lin in facts.linears}) + (sorted(mapping) if mapping else [])
+    else:
+        modules = list(wanted)
+    parameters: List[str] = []
+    rank_pattern: Dict[str, int] = {}
+    if mapping:
+        remaining: List[str] = []
+        present: Dict[str, set] = {new: set() for new in PEFT_MOE_FUSED[base]}
+        for target in modules:
+            hit = next(((old, new) for old, new in mapping.items() if _suffix_match(target, old)), None)
+            if hit is None:
+                remaining.append(target)
+                continue
+            if hit[1] not in parameters:
+                parameters.append(hit[1])
+            if hit[1] in present:
+                present[hit[1]].add(hit[0])
+        for new, olds in PEFT_MOE_FUSED[base].items():
+            have = present[new]
+            if 0 < len(have) < len(olds):
+                missing = ", ".join(sorted(set(olds) - have))
+                raise PlanInputError(
+                    f'--lora-targets {targets!r}: PEFT raises "Cannot convert PEFT target(s) {", ".join(sorted(have))} '
+                    f'without also targeting {missing} because they are fused into {new}." '
+                    f"({PEFT_VERSIONS}); add {missing}"
+                )
+            if len(have) == len(olds) > 1:
+                rank_pattern[new] = rank * len(olds)
+        modules = remaining
+    chosen = [lin for lin in facts.linears if any(_suffix_match(lin.path, t) for t in modules)]
+    chosen_params = [p for p in facts.expert_params if p.lora and any(_suffix_match(p.path, t) for t in parameters)]
+    if not chosen and not chosen_params:
+        shown = "{" + ", ".join(repr(t) for t in sorted(modules)) + "}"
+        raise PlanInputError(
+            f"--lora-targets {targets!r}: none of these names is a linear layer of this model "
+            f'({", ".join(sorted({lin.name for lin in facts.linears}))}); PEFT raises "Target modules {shown} not '
+            f'found in the base model. Please check the target modules and try again."'
+        )
+    trainable = sum(rank * (lin.fan_in + lin.fan_out) * lin.layers for lin in chosen)
+    for p in chosen_params:
+        r = rank_pattern.get(p.path.rsplit(".", 1)[-1], rank)
+        trainable += r * p.experts * (p.dim_a + p.dim_b) * p.layers
+    matched_names = {lin.name for lin in chosen} | {lin.path for lin in chosen}
+    unmatched = (
+        []
+        if all_linear
+        else [t for t in wanted if not any(_suffix_match(n, t) for n in matched_names) and t not in mapping]
+    )
+    notes: List[str] = []
+    if unmatched:
+        notes.append(
+            f"--lora-targets: {', '.join(unmatched)} match no layer of this model and are ignored (PEFT trains the "
+            "names that match and raises only when none does)"
+        )
+    reason = None
+    if chosen_params:
+        router = " and the router" if "gate.weight" in parameters else ""
+        layout = "".join(f"; {k} at rank {v}" for k, v in rank_pattern.items())
+        notes.append(
+            f"LoRA on {facts.model_type}: {PEFT_VERSIONS} turns these targets into target_parameters "
+            f"{sorted(set(parameters))}, so the fused experts{router} are trained too{layout}; they need "
+            "lora_dropout 0 (PEFT's ParamWrapper raises otherwise, and TRL's default lora_dropout is 0.05)"
+        )
+        reason = (
+            "the LoRA config uses target_parameters (fused-MoE LoRA), which AsyncGRPO's adapter-only vLLM sync "
+            "refuses; it falls back to syncing merged weights (trl/experimental/async_grpo/async_grpo_trainer.py "
+            "validate_lora_for_vllm_sync @1.16.0)"
+        )
+    return LoraTargets(
+        trainable=trainable,
+        modules=sorted({lin.name for lin in chosen}),
+        parameters=sorted({t for t in parameters if any(_suffix_match(p.path, t) for p in chosen_params)}),
+        rank_pattern=rank_pattern,
+        unmatched=unmatched,
+        notes=notes,
+        merged_sync_reason=reason,
+    )
+
+
+def lora_trainable(facts: ModelFacts, rank: int, targets: str) -> Tuple[int, List[str]]:
+    """(trainable parameters, targeted module and parameter names) as PEFT computes them; see ``resolve_lora``."""
+    result = resolve_lora(facts, rank, targets)
+    return result.trainable, result.names
+
+
+def kv_bytes_per_token(facts: ModelFacts, tp: int, dtype_bytes: int = 2) -> int:
+    """Per GPU: 2 (K and V) * layers * kv_heads_per_rank * head_dim * bytes (vLLM AttentionSpec page size); with
+    multi-head latent attention one latent of kv_lora_rank + qk_rope_head_dim per layer, on every rank (MLA spec)."""
+    if facts.mla_kv_dim:
+        return facts.layers * facts.mla_kv_dim * dtype_bytes
+    kv_per_rank = max(1, math.ceil(facts.kv_heads / tp))
+    return 2 * facts.layers * kv_per_rank * facts.head_dim * dtype_bytes

@@ -1,0 +1,312 @@
+"""vLLM sizing for the planner: weights and KV cache per GPU, the server/trainer GPU split, batch geometry.
+
+A sibling module of ``plan_training.py`` (not a command); standard library only.
+"""
+
+from __future__ import annotations
+
+import sys
+
+sys.dont_write_bytecode = True  # importing the siblings must not leave __pycache__ in scripts/
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, Dict, List, Optional, Tuple  # noqa: E402
+
+_HERE = Path(__file__).resolve().parent.parent
+if str(_HERE) not in sys.path:
+    sys.path.insert(0, str(_HERE))
+
+from planner.hardware import GIB, Hardware  # noqa: E402
+from planner.memory import DTYPE_BYTES, NF4_BYTES, QUANT_STATE_BYTES, QUANT_STATE_DOUBLE_BYTES, Setup  # noqa: E402
+from planner.model import ModelFacts, kv_bytes_per_token  # noqa: E402
+from planner.rules import PlanInputError  # noqa: E402
+
+VLLM_OVERHEAD_GIB = 2.0
+
+TRL_COLOCATE_UTIL_DEFAULT = 0.3  # GRPOConfig/RLOOConfig.vllm_gpu_memory_utilization @1.16.0
+
+SERVER_UTIL_DEFAULT = 0.9  # what trl vllm-serve passes as --gpu-memory-utilization @1.16.0
+
+ASYNC_MAX_STALENESS = 4  # AsyncGRPOConfig.max_staleness default
+
+
+# ==============================================================================================================
+# vLLM sizing and the GPU split
+# ==============================================================================================================
+
+
+def vllm_weight_bytes(facts: ModelFacts, method: str, mode: str, double_quant: bool, serve_bytes: int = 2) -> int:
+    """Colocate QLoRA: vLLM loads the checkpoint 4-bit (quantization="bitsandbytes", vllm_generation.py)."""
+    if method == "qlora" and mode == "colocate":
+        qs = QUANT_STATE_DOUBLE_BYTES if double_quant else QUANT_STATE_BYTES
+        return int(facts.quantizable * (NF4_BYTES + qs) + (facts.total - facts.quantizable) * 2)
+    return facts.total * serve_bytes
+
+
+@dataclass
+class VllmPlan:
+    mode: str
+    tp: int
+    util: float
+    max_model_len: int
+    concurrency: int
+    weights_per_gpu: int
+    overhead: int
+    kv_budget: int
+    kv_per_seq: int
+    capacity: int
+    fits: bool
+    util_source: str
+    notes: List[str] = field(default_factory=list)
+    concurrency_source: str = ""
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "tensor_parallel_size": self.tp,
+            "gpu_memory_utilization": self.util,
+            "utilization_source": self.util_source,
+            "max_model_len": self.max_model_len,
+            "concurrency_needed": self.concurrency,
+            "concurrency_source": self.concurrency_source,
+            "weights_per_gpu_gib": round(self.weights_per_gpu / GIB, 2),
+            "overhead_gib_approx": round(self.overhead / GIB, 2),
+            "kv_budget_gib": round(self.kv_budget / GIB, 2),
+            "kv_per_sequence_gib": round(self.kv_per_seq / GIB, 3),
+            "sequences_at_max_len": self.capacity,
+            "fits": self.fits,
+            "notes": self.notes,
+        }
+
+
+def size_vllm(
+    facts: ModelFacts,
+    method: str,
+    mode: str,
+    tp: int,
+    util: float,
+    gpu_bytes: int,
+    max_model_len: int,
+    concurrency: int,
+    double_quant: bool,
+    util_source: str,
+    serve_bytes: int = 2,
+) -> VllmPlan:
+    weights = vllm_weight_bytes(facts, method, mode, double_quant, serve_bytes) // tp
+    overhead = int(VLLM_OVERHEAD_GIB * GIB)
+    budget = int(gpu_bytes * util) - weights - overhead
+    per_seq = kv_bytes_per_token(facts, tp) * max_model_len
+    capacity = max(0, budget // per_seq) if per_seq else 0
+    plan = VllmPlan(
+        mode,
+        tp,
+        util,
+        max_model_len,
+        concurrency,
+        weights,
+        overhead,
+        budget,
+        per_seq,
+        capacity,
+        capacity >= 1,
+        util_source,
+    )
+    if capacity < 1:
+        plan.notes.append(
+            f"vLLM cannot hold one {max_model_len}-token sequence: KV budget {budget / GIB:.1f} GiB < "
+            f"{per_seq / GIB:.2f} GiB per sequence (vLLM refuses to start)"
+        )
+    elif capacity < concurrency:
+        plan.notes.append(
+            f"KV cache holds {capacity} of {concurrency} concurrent sequences at {max_model_len} tokens; the rest "
+            "queue (slower generation, not an OOM)"
+        )
+    if facts.max_position_embeddings and max_model_len > facts.max_position_embeddings:
+        plan.notes.append(
+            f"max_model_len {max_model_len} exceeds the model's max_position_embeddings "
+            f"{facts.max_position_embeddings}; vLLM rejects it"
+        )
+    return plan
+
+
+def tp_choices(facts: ModelFacts, limit: int) -> List[int]:
+    """TP sizes vLLM accepts: total attention heads divisible by TP (vllm/config/model.py@0.31.0)."""
+    return [tp for tp in (1, 2, 4, 8, 16) if tp <= limit and facts.heads % tp == 0]
+
+
+def served_dtype_bytes(trainer: str, model_dtype: str) -> int:
+    """vLLM serves 16-bit weights (--dtype auto); AsyncGRPO asks for the trainer's dtype on the server too."""
+    return DTYPE_BYTES[model_dtype] if trainer == "async-grpo" else 2
+
+
+def server_concurrency(args: argparse.Namespace, world: int, geometry: Optional[BatchGeometry]) -> Tuple[int, str]:
+    """Sequences in flight on the server: GRPO/RLOO send the whole generation batch at once; AsyncGRPO keeps
+    max_inflight_tasks = max_staleness * per_device * gradient_accumulation_steps * processes (its config help)."""
+    if args.vllm_concurrency:
+        return args.vllm_concurrency, "--vllm-concurrency"
+    if geometry is not None:
+        return geometry.generation_batch, "the generation batch"
+    return ASYNC_MAX_STALENESS * args.micro_batch * args.grad_accum * world, "AsyncGRPO max_inflight_tasks (auto)"
+
+
+def plan_server(
+    args: argparse.Namespace, facts: ModelFacts, hw: Hardware, setup: Setup, max_model_len: int, serve_bytes: int
+) -> Tuple[VllmPlan, Split]:
+    """Smallest TP whose GPUs hold the weights and one max_model_len sequence; the trainer gets the rest."""
+    limit = min(hw.gpus_per_node, hw.total_gpus - 1)
+    choices = tp_choices(facts, limit)
+    if args.vllm_tp is not None:
+        if args.vllm_tp > hw.gpus_per_node or args.vllm_tp >= hw.total_gpus:
+            raise PlanInputError(
+                f"impossible hardware: --vllm-tp {args.vllm_tp} leaves no GPU for the trainer or exceeds the "
+                f"{hw.gpus_per_node} GPUs of a node"
+            )
+        if facts.heads % args.vllm_tp:
+            raise PlanInputError(
+                f"--vllm-tp {args.vllm_tp}: vLLM needs the {facts.heads} attention heads divisible by the TP size"
+            )
+        choices = [args.vllm_tp]
+    if not choices:
+        raise PlanInputError("impossible hardware: no tensor-parallel size leaves a GPU for the trainer")
+    util = args.vllm_gpu_memory_utilization or SERVER_UTIL_DEFAULT
+    util_source = (
+        "--vllm-gpu-memory-utilization"
+        if args.vllm_gpu_memory_utilization
+        else ("0.9, what trl vllm-serve passes; vLLM's own default is 0.92")
+    )
+    gpu_bytes = hw.memory_bytes
+
+    def sized(tp: int, concurrency: int) -> VllmPlan:
+        return size_vllm(
+            facts,
+            args.method,
+            "server",
+            tp,
+            util,
+            gpu_bytes,
+            max_model_len,
+            concurrency,
+            args.bnb_double_quant,
+            util_source,
+            serve_bytes,
+        )
+
+    tp = next((t for t in choices if sized(t, 1).fits), choices[-1])
+    split = plan_split(hw, tp)
+    geometry = None
+    if args.trainer in ("grpo", "rloo"):
+        geometry = batch_geometry(
+            args.micro_batch, split.trainer_world, args.grad_accum, args.steps_per_generation, args.num_generations
+        )
+    concurrency, why = server_concurrency(args, split.trainer_world, geometry)
+    plan = sized(tp, concurrency)
+    plan.concurrency_source = why
+    if plan.fits and plan.capacity < concurrency:
+        bigger = [t for t in choices if t > tp]
+        for t in bigger:
+            alt = sized(t, concurrency)
+            if alt.capacity >= concurrency:
+                plan.notes.append(
+                    f"--vllm-tp {t} would hold all {concurrency} sequences, with fewer GPUs left to the trainer"
+                )
+                break
+    return plan, split
+
+
+def colocate_util_needed(
+    facts: ModelFacts,
+    method: str,
+    tp: int,
+    gpu_bytes: int,
+    max_model_len: int,
+    max_num_seqs: int,
+    double_quant: bool,
+    serve_bytes: int = 2,
+) -> float:
+    need = (
+        vllm_weight_bytes(facts, method, "colocate", double_quant, serve_bytes) // tp
+        + VLLM_OVERHEAD_GIB * GIB
+        + kv_bytes_per_token(facts, tp) * max_model_len * max_num_seqs
+    )
+    # TRL's docs advise a small buffer on top (+0.05); round up to 0.05 steps.
+    return round(min(0.95, math.ceil((need / gpu_bytes + 0.05) / 0.05 - 1e-9) * 0.05), 2)
+
+
+@dataclass
+class Split:
+    server_gpus: List[str]  # "node:index"
+    trainer_world: int
+    trainer_masks: List[str]  # CUDA_VISIBLE_DEVICES per trainer node
+    server_mask: str
+    layout: str
+    idle: int = 0
+
+
+def plan_split(hw: Hardware, server_gpu_count: int) -> Split:
+    g, nodes = hw.gpus_per_node, hw.nodes
+    if server_gpu_count == 0:
+        return Split([], g * nodes, [",".join(str(i) for i in range(g))] * nodes, "", "all GPUs train")
+    if server_gpu_count > g:
+        raise PlanInputError(
+            f"impossible hardware: the vLLM server needs {server_gpu_count} GPUs on one node, the nodes have {g}"
+        )
+    uniform = nodes * (g - server_gpu_count)
+    dedicated = (nodes - 1) * g
+    server_mask = ",".join(str(i) for i in range(server_gpu_count))
+    if nodes > 1 and dedicated > uniform:
+        return Split(
+            [f"0:{i}" for i in range(server_gpu_count)],
+            dedicated,
+            [",".join(str(i) for i in range(g))] * (nodes - 1),
+            server_mask,
+            f"node 0 runs the vLLM server, nodes 1-{nodes - 1} train",
+            g - server_gpu_count,
+        )
+    masks = [",".join(str(i) for i in range(server_gpu_count, g))] * nodes
+    layout = "the vLLM server and the trainer share node 0 on disjoint GPUs"
+    idle = 0
+    if nodes > 1:
+        layout += f"; every node trains on GPUs {masks[0]} (equal processes per node)"
+        idle = (nodes - 1) * server_gpu_count
+    return Split([f"0:{i}" for i in range(server_gpu_count)], uniform, masks, server_mask, layout, idle)
+
+
+@dataclass
+class BatchGeometry:
+    per_device: int
+    world: int
+    grad_accum: int
+    steps_per_generation: int
+    num_generations: int
+    generation_batch: int
+    divisible: bool
+    suggestion: Optional[int] = None
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {
+            "per_device_train_batch_size": self.per_device,
+            "num_processes": self.world,
+            "gradient_accumulation_steps": self.grad_accum,
+            "steps_per_generation": self.steps_per_generation,
+            "num_generations": self.num_generations,
+            "generation_batch_size": self.generation_batch,
+            "divisible": self.divisible,
+            "suggested_steps_per_generation": self.suggestion,
+        }
+
+
+def batch_geometry(
+    per_device: int, world: int, grad_accum: int, steps: Optional[int], num_generations: int
+) -> BatchGeometry:
+    """GRPO/RLOO: generation batch = per_device * processes * steps_per_generation (grpo_config.py __post_init__)."""
+    spg = steps or grad_accum
+    gen = per_device * world * spg
+    ok = gen % num_generations == 0
+    suggestion = None
+    if not ok:
+        step = num_generations // math.gcd(per_device * world, num_generations)
+        suggestion = step * math.ceil(spg / step)
+    return BatchGeometry(per_device, world, grad_accum, spg, num_generations, gen, ok, suggestion)

@@ -1,0 +1,1 @@
+"""The vLLM server pre-flight behind check_vllm_server.py: fetch (GET only), judge, report."""

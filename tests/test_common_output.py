@@ -1,0 +1,237 @@
+"""scripts/common/output.py: secrets scrubbed by value and shape (not short common values), control characters
+escaped, strict JSON, 100-column text, and the CLI runner (closed pipe, crash exit code, progress on TTY only)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from common.output import (
+    REDACTED,
+    Scrubber,
+    clean_tree,
+    clip,
+    dumps_strict,
+    escape_controls,
+    fit_width,
+    progress,
+    run_cli,
+    scrub,
+)
+from conftest import SCRIPTS_DIR
+
+HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567"
+SECRET_SHAPES = {
+    "hf": f"HF_TOKEN={HF}",
+    "ghp": "NCCL_IB_HCA=ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "gho": "x gho_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "github_pat": "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+    "sk": "NCCL_SOCKET_IFNAME=sk-live-" + "abcdefghijklmnopqrstuvwx",
+    "aws": "key AKIA" + "ABCDEFGHIJKLMNOP",
+    "slack": "xoxb-" + "123456789012-abcdefghijkl",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "bearer": "Authorization: Bearer " + "abc123def456ghi",
+    "token-param": "mlx5_0,token=" + "s3cr3tvalue",
+    "query-token": "http://host/x?token=" + "abcdef&y=1",
+    "password-param": "password=" + "hunter2!",
+    "secret-param": "secret=" + "zzz",
+}
+
+
+@pytest.mark.parametrize("text", list(SECRET_SHAPES.values()), ids=list(SECRET_SHAPES))
+def test_token_shapes_and_secret_params_are_scrubbed(text: str) -> None:
+    secret = text.split("=", 1)[-1].split(" ")[-1].split("token=")[-1]
+    secret = secret.replace("Bearer ", "").split("&")[0]
+    out = scrub(text)
+    assert REDACTED in out
+    assert secret not in out
+
+
+@pytest.mark.parametrize(
+    ("text", "hidden"),
+    [
+        ("https://user:pass@host:29500/x", "user:pass"),
+        ("HTTP://USER:PASS@HOST", "USER:PASS"),
+        ("https://user:p@ss@host/x", "p@ss"),
+        ("http://user:pa/ss@host:29500", "pa/ss"),
+        ("user:pass@host:29500", "user:pass"),
+        ("MASTER_ADDR=root:s3cr3t!#@10.0.0.1", "s3cr3t"),
+        ("https://hf_user_only@huggingface.co", "hf_user_only"),
+    ],
+)
+def test_url_userinfo_is_scrubbed_in_any_form(text: str, hidden: str) -> None:
+    out = scrub(text)
+    assert hidden not in out and REDACTED + "@" in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CACHE_KEY=3.11",
+        "SSH_AUTH_SOCK=/root",
+        "Python 3.11.7",
+        "key=3.11",
+        "git@github.com:org/repo.git",
+        "me@example.com",
+        "--auth-env HF_TOKEN",
+        '"auth_env": "HF_TOKEN"',
+        "max_tokens: 4096",
+        "sent as 'Authorization: Bearer <token>'",
+        "a bearer token for the servers",
+        "desk-top task-specific",
+    ],
+)
+def test_short_common_values_are_left_alone(text: str) -> None:
+    assert scrub(text) == text
+
+
+def test_registered_secret_and_its_fragments_and_escaped_forms() -> None:
+    scrubber = Scrubber()
+    token = 'tok"en\\9-' + "Q" * 30 + "-é"
+    scrubber.add(token)
+    for form in (
+        token,
+        json.dumps(token)[1:-1],
+        json.dumps(token, ensure_ascii=False)[1:-1],
+        repr(token)[1:-1],
+        token[:12],  # a prefix left by a truncated snippet
+        token[5:20],
+    ):
+        out = scrubber(f"starts {form!s} end")
+        assert out.startswith("starts ") and out.endswith(" end")
+        assert "QQQQQQQQ" not in out and "9-QQ" not in out, out
+    assert scrubber("nothing here") == "nothing here"
+    short = Scrubber()
+    short.add("abc")  # too short to scrub safely
+    assert short("abc abc") == "abc abc"
+
+
+def test_scrub_runs_after_truncation_in_clip() -> None:
+    line = "nvidia-smi: error: bad key sk-" + "a" * 40
+    out = clip(line, 40)
+    assert "aaaaaaaa" not in out and len(out) <= 40
+
+
+def test_control_characters_are_escaped() -> None:
+    forged = "ok\x1b[2K\rVerdict: OK\nline\u202egnp.exe\x85\x00"
+    out = escape_controls(forged)
+    assert all(ch not in out for ch in "\x1b\r\n\u202e\x85\x00")
+    assert "\\x1b" in out and "\\r" in out and "\\u202e" in out
+    assert escape_controls("a\nb", keep_newlines=True) == "a\nb"
+    assert clean_tree({"k\r": ["v\x1b"]}) == {"k\\r": ["v\\x1b"]}
+
+
+def test_strict_json() -> None:
+    value = {"nan": float("nan"), "inf": [float("inf")], 1: b"raw", "set": {2, 1}, "ok": 1.5}
+    text = dumps_strict(value)
+    parsed = json.loads(text, parse_constant=lambda name: pytest.fail(f"non-standard constant {name}"))
+    assert parsed == {"nan": None, "inf": [None], "1": "<3 bytes>", "set": [1, 2], "ok": 1.5}
+    assert text.isascii()
+
+
+def test_fit_width_wraps_to_100_columns() -> None:
+    text = "    " + "word " * 60 + "\n" + "x" * 250 + "\nshort"
+    out = fit_width(text)
+    assert all(len(line) <= 100 for line in out.splitlines())
+    assert out.splitlines()[1].startswith("        word")
+    assert out.splitlines()[-1] == "short"
+    assert out.replace("\n", "").replace(" ", "") == text.replace("\n", "").replace(" ", "")
+
+
+# --- the CLI runner ------------------------------------------------------------------------------------------------
+
+
+def _run_main(body: str, *args: str, stdin_closed: bool = False) -> subprocess.CompletedProcess:
+    code = (
+        f"import sys; sys.path.insert(0, {str(SCRIPTS_DIR)!r})\n"
+        "from common.output import run_cli, emit\n"
+        f"def main(argv):\n{body}\n"
+        "sys.exit(run_cli(main, 'prog'))\n"
+    )
+    return subprocess.run([sys.executable, "-B", "-c", code, *args], capture_output=True, text=True, timeout=30)
+
+
+def test_runner_turns_a_crash_into_one_line_and_exit_2() -> None:
+    result = _run_main("    raise KeyError('boom ' + 'hf_' + 'A' * 30)")
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("prog: internal error: KeyError")
+    assert "Traceback" not in result.stderr and "AAAAAAAA" not in result.stderr
+
+
+def test_runner_keeps_usage_exit_codes_and_scrubs_everything_printed() -> None:
+    result = _run_main("    print('token=' + 'x' * 12); sys.stderr.write('ghp_' + 'B' * 30 + '\\n'); return 1")
+    assert result.returncode == 1
+    assert "xxxxxxxx" not in result.stdout and "BBBBBBBB" not in result.stderr
+    usage = _run_main("    import argparse; argparse.ArgumentParser(prog='prog').parse_args(['--nope'])")
+    assert usage.returncode == 2 and "unrecognized arguments" in usage.stderr
+
+
+def test_runner_ends_quietly_on_a_closed_pipe() -> None:
+    code = (
+        f"import sys; sys.path.insert(0, {str(SCRIPTS_DIR)!r})\n"
+        "from common.output import run_cli, emit\n"
+        "def main(argv):\n"
+        "    for _ in range(2000):\n"
+        "        print('line ' * 40)\n"
+        "    return 0\n"
+        "sys.exit(run_cli(main, 'prog'))\n"
+    )
+    pipeline = f'{sys.executable} -B -c "$CODE" | head -1'
+    result = subprocess.run(
+        ["bash", "-c", pipeline], env={"CODE": code, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True
+    )
+    assert result.stdout.startswith("line ")
+    assert result.stderr == ""
+
+
+def test_progress_only_on_a_tty_and_only_past_the_threshold() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Tty()
+    with progress("probing torch", after_s=0.2, stream=tty):
+        time.sleep(0.5)
+    assert "probing torch..." in tty.getvalue() and tty.getvalue().endswith("\r\x1b[K")
+    quick = Tty()
+    with progress("quick", after_s=0.5, stream=quick):
+        pass
+    assert quick.getvalue() == ""
+    pipe = io.StringIO()
+    with progress("probing torch", after_s=0.1, stream=pipe):
+        time.sleep(0.3)
+    assert pipe.getvalue() == ""
+
+
+def test_run_cli_in_process_restores_streams() -> None:
+    before = sys.stdout
+    assert run_cli(lambda argv: 0, "prog", []) == 0
+    assert sys.stdout is before
+
+
+def test_help_formatter_wraps_prose_at_the_width_and_keeps_examples_whole(monkeypatch) -> None:
+    """argparse help through the shared formatter: option help and unindented prose fit WIDTH on a wide terminal,
+    and an indented example line (a command to paste) is never broken."""
+    import argparse
+
+    from common.output import WIDTH, HelpFormatter
+
+    monkeypatch.setenv("COLUMNS", "250")
+    example = "  python3 scripts/x.py " + " ".join(f"--flag-{i} value" for i in range(12)) + " \\"
+    parser = argparse.ArgumentParser(
+        prog="x.py",
+        description="word " * 60,
+        epilog="usage notes:\n" + example,
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--long-option", help="help text " * 30)
+    lines = parser.format_help().splitlines()
+    assert example in lines
+    assert all(len(line) <= WIDTH for line in lines if line != example)
+    assert any(line.startswith("word word") for line in lines)

@@ -1,0 +1,230 @@
+"""scripts/common/read.py: regular files only, never blocking, byte caps with a truncation flag, subprocess output
+capped and deadlined with the process group killed, HTTP bodies capped, deadlined and never decompressed."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import socket
+import sys
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from common.read import InputError, http_get, read_bytes, read_text, read_text_or_none, run_capped
+
+# --- files ---------------------------------------------------------------------------------------------------------
+
+
+def test_regular_file_is_read_with_a_cap_and_a_truncation_flag(tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"abcdef")
+    assert read_bytes(str(path), 100).data == b"abcdef" and not read_bytes(str(path), 100).truncated
+    capped = read_bytes(str(path), 4)
+    assert capped.data == b"abcd" and capped.truncated
+    assert read_bytes(str(path), 6).truncated is False  # exactly at the cap is whole
+    with pytest.raises(InputError, match="larger than 4 bytes"):
+        read_text(str(path), 4)
+
+
+@pytest.mark.serial
+def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    with pytest.raises(InputError) as info:
+        read_bytes(str(fifo))
+    assert "FIFO" in info.value.reason
+    assert time.monotonic() - started < 1.0
+    assert read_text_or_none(str(fifo)) is None
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda p: p.mkdir(), "directory"),
+        (lambda p: None, "no such file"),
+        (lambda p: (p.symlink_to(p.with_name("loop2")), p.with_name("loop2").symlink_to(p)), "symbolic link loop"),
+    ],
+    ids=["directory", "missing", "symlink-loop"],
+)
+def test_non_files_are_refused_with_a_reason(tmp_path: Path, make, reason: str) -> None:
+    target = tmp_path / "x"
+    make(target)
+    with pytest.raises(InputError) as info:
+        read_bytes(str(target))
+    assert reason in info.value.reason
+
+
+def test_devices_and_nul_paths_are_refused() -> None:
+    with pytest.raises(InputError, match="character device"):
+        read_bytes("/dev/zero")
+    with pytest.raises(InputError, match="NUL"):
+        read_bytes("a\0b")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "secret"
+    path.write_text("x")
+    path.chmod(0)
+    with pytest.raises(InputError, match="permission denied"):
+        read_bytes(str(path))
+
+
+def test_invalid_utf8_is_replaced_not_raised(tmp_path: Path) -> None:
+    path = tmp_path / "bin"
+    path.write_bytes(b"ok\xff\xfe\0end")
+    assert read_text(str(path)) == "ok\ufffd\ufffd\0end"
+
+
+# --- subprocesses --------------------------------------------------------------------------------------------------
+
+
+def _py(code: str) -> list:
+    return [sys.executable, "-B", "-c", code]
+
+
+def test_command_output_and_status() -> None:
+    ok = run_capped(_py("import sys; print('out'); print('err', file=sys.stderr)"), timeout=10)
+    assert (ok.status, ok.returncode, ok.stdout, ok.stderr.strip()) == ("ok", 0, "out\n", "err")
+    failed = run_capped(_py("raise SystemExit(3)"), timeout=10)
+    assert (failed.status, failed.returncode) == ("failed", 3)
+    missing = run_capped(["/nonexistent/tool-xyz"], timeout=10)
+    assert missing.status == "not_found" and missing.as_dict()["returncode"] is None
+
+
+@pytest.mark.serial
+def test_endless_output_is_capped_and_the_process_killed() -> None:
+    started = time.monotonic()
+    result = run_capped(_py("import sys\nwhile True: sys.stdout.write('x' * 65536)"), timeout=20, limit=100_000)
+    assert result.status == "too-large" and result.truncated
+    assert len(result.stdout) == 100_000
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.serial
+def test_a_hang_is_killed_at_the_deadline_even_with_a_grandchild_holding_the_pipes() -> None:
+    code = "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+    code += "print('started', flush=True)\ntime.sleep(30)"
+    started = time.monotonic()
+    result = run_capped(_py(code), timeout=0.8)
+    assert result.status == "timeout" and result.stdout == "started\n"
+    assert time.monotonic() - started < 3.0
+
+
+@pytest.mark.serial
+def test_a_grandchild_that_escapes_the_group_cannot_hold_the_reader() -> None:
+    code = (
+        "import subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import os, time; os.setsid(); time.sleep(30)'])\n"
+        "print('bye')"
+    )
+    started = time.monotonic()
+    result = run_capped(_py(code), timeout=0.8)
+    assert result.stdout == "bye\n"
+    assert time.monotonic() - started < 3
+
+
+# --- HTTP ----------------------------------------------------------------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/big":
+            self.send_response(200)
+            self.end_headers()
+            for _ in range(100):
+                self.wfile.write(b"x" * 65536)
+        elif self.path == "/gzip":
+            body = gzip.compress(b'{"a": 1}')
+            self.send_response(200)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif self.path == "/drip":
+            self.send_response(200)
+            self.end_headers()
+            for _ in range(50):
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                time.sleep(0.2)
+        elif self.path == "/loop":
+            self.send_response(302)
+            self.send_header("Location", "/loop")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            body = b'{"ok": true}'
+            self.send_response(404 if self.path == "/missing" else 200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def _get(url: str, timeout: float = 5.0, deadline_s: float = 5.0, limit: int = 1_000_000):
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    return http_get(opener, url, {}, timeout, time.monotonic() + deadline_s, limit)
+
+
+def test_http_answers_and_statuses(server: str) -> None:
+    ok = _get(server + "/")
+    assert (ok.status, ok.body, ok.error_kind) == (200, b'{"ok": true}', None)
+    missing = _get(server + "/missing")
+    assert (missing.status, missing.error_kind) == (404, None)
+
+
+def test_http_body_cap(server: str) -> None:
+    result = _get(server + "/big", limit=100_000)
+    assert result.error_kind == "too-large" and result.body is None
+
+
+def test_http_compressed_body_is_not_inflated(server: str) -> None:
+    result = _get(server + "/gzip")
+    assert result.error_kind == "encoded" and result.body is not None and result.body.startswith(b"\x1f\x8b")
+
+
+@pytest.mark.serial
+def test_http_drip_stops_at_the_total_deadline(server: str) -> None:
+    started = time.monotonic()
+    result = _get(server + "/drip", timeout=5.0, deadline_s=0.5)
+    assert result.error_kind == "deadline"
+    assert time.monotonic() - started < 1.5
+
+
+def test_http_redirect_loop_is_named(server: str) -> None:
+    result = _get(server + "/loop")
+    assert result.error_kind == "redirect-loop" and result.status == 302
+
+
+@pytest.mark.serial
+def test_http_silent_listener_respects_the_deadline() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    try:
+        started = time.monotonic()
+        result = _get(f"http://127.0.0.1:{listener.getsockname()[1]}/", timeout=5.0, deadline_s=0.5)
+        assert result.error_kind == "deadline" and time.monotonic() - started < 1.5
+        past = _get(f"http://127.0.0.1:{listener.getsockname()[1]}/", deadline_s=-1)
+        assert past.error_kind == "deadline"
+    finally:
+        listener.close()

@@ -1,0 +1,190 @@
+"""planner/model.py: parameter counts from config.json fixtures and reference shapes, LoRA sizes, the KV cache."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import REPO_ROOT
+from planner import model as pm
+
+MODEL_DIR = REPO_ROOT / "tests" / "fixtures" / "model_configs"
+
+
+def fixture_facts(name: str) -> pm.ModelFacts:
+    path = MODEL_DIR / name / "config.json"
+    return pm.facts_from_config(json.loads(path.read_text()), str(path))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Parameter counts from config.json fixtures vs published totals
+# ---------------------------------------------------------------------------------------------------------------
+
+FIXTURES = sorted(p.name for p in MODEL_DIR.iterdir() if (p / "config.json").is_file())
+
+
+def test_at_least_six_model_families_have_fixtures():
+    types = {json.loads((MODEL_DIR / n / "config.json").read_text())["model_type"] for n in FIXTURES}
+    assert len(FIXTURES) >= 6
+    assert {"llama", "qwen2", "qwen3", "mistral", "mixtral", "gemma", "phi3"} <= types
+    assert {"deepseek_v2", "deepseek_v3", "gpt_oss", "gemma2", "gemma3_text", "qwen2_moe", "qwen3_moe"} <= types
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_parameter_count_matches_published_total_within_1_percent(name):
+    source = json.loads((MODEL_DIR / name / "source.json").read_text())
+    facts = fixture_facts(name)
+    published = source["published_params"]
+    assert abs(facts.total - published) / published <= 0.01, (facts.total, published)
+    if "published_active_params" in source:
+        # Published active counts have one decimal (12.9B; 3.3B for Qwen3-30B-A3B, whose count is 3.35B); DeepSeek and
+        # gpt-oss count them without the input embedding, and DeepSeek-V3 gives whole billions.
+        assert facts.is_moe
+        active = facts.active - (facts.embedding if source.get("published_active_excludes_embedding") else 0)
+        assert abs(active - source["published_active_params"]) < source.get("published_active_precision", 0.1e9)
+        assert facts.active < facts.total
+    if "published_non_embedding_params" in source:
+        non_embedding = facts.total - facts.embedding - facts.lm_head
+        assert abs(non_embedding - source["published_non_embedding_params"]) / non_embedding <= 0.01
+
+
+def test_exact_counts_for_well_known_dense_models():
+    # Hugging Face reports these exact totals for the published checkpoints.
+    assert fixture_facts("llama-3.1-8b").total == 8_030_261_248
+    assert fixture_facts("mistral-7b-v0.1").total == 7_241_732_096
+    assert fixture_facts("qwen2.5-7b").total == 7_615_616_512
+    assert fixture_facts("gemma-2b").total == 2_506_172_416
+    assert fixture_facts("phi-3-mini-4k").total == 3_821_079_552
+    assert fixture_facts("llama-3.1-70b").total == 70_553_706_496
+
+
+def test_tied_embeddings_are_counted_once_and_largest_module_follows_deepspeed():
+    qwen3 = fixture_facts("qwen3-0.6b")
+    assert qwen3.lm_head == 0 and qwen3.embedding == 151936 * 1024
+    # Mixtral's fused expert module (8 x 3 x 4096 x 14336) is larger than its embedding.
+    mixtral = fixture_facts("mixtral-8x7b-v0.1")
+    assert mixtral.largest_module == 8 * 3 * 4096 * 14336
+
+
+def test_mixtral_all_linear_also_trains_fused_experts_and_router_by_hand():
+    """PEFT 0.21.2 + transformers 5.24.0: all-linear on Mixtral becomes target_parameters for the fused experts
+    (gate_up_proj at rank 2r, down_proj at r; ParamWrapper r*E*(in+out)) and the router weight (r*(E+h))."""
+    mixtral = fixture_facts("mixtral-8x7b-v0.1")
+    result = pm.resolve_lora(mixtral, 16, "all-linear")
+    assert result.modules == ["k_proj", "o_proj", "q_proj", "v_proj"]
+    assert result.parameters == ["down_proj", "gate.weight", "gate_up_proj"]
+    assert result.rank_pattern == {"gate_up_proj": 32}
+    h, i, e, r, layers = 4096, 14336, 8, 16, 32
+    attention = r * ((h + h) * 2 + (h + 1024) * 2)
+    experts = 2 * r * e * (2 * i + h) + r * e * (h + i)
+    router = r * (e + h)
+    assert result.trainable == layers * (attention + experts + router) == 359_665_664
+    assert result.merged_sync_reason and "merged" in result.merged_sync_reason
+    assert any("lora_dropout 0" in note for note in result.notes)
+    # The common seven-name list does not name Mixtral's w1/w2/w3: attention only, and the rest is reported.
+    seven = pm.resolve_lora(mixtral, 16, "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj")
+    assert seven.trainable == layers * attention and seven.parameters == []
+    assert seven.unmatched == ["gate_proj", "up_proj", "down_proj"] and seven.merged_sync_reason is None
+
+
+def test_partial_target_lists_are_accepted_and_none_matching_is_refused_with_peft_message():
+    phi3 = fixture_facts("phi-3-mini-4k")
+    result = pm.resolve_lora(phi3, 8, "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj")
+    assert result.modules == ["down_proj", "o_proj"]
+    assert set(result.unmatched) == {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"}
+    with pytest.raises(pm.PlanInputError, match=r"Target modules \{'nothing_here'\} not found in the base model"):
+        pm.resolve_lora(phi3, 8, "nothing_here")
+
+
+def test_half_of_a_fused_pair_is_refused_with_peft_message():
+    qwen3_moe = fixture_facts("qwen3-30b-a3b")
+    with pytest.raises(
+        pm.PlanInputError, match="without also targeting up_proj because they are fused into gate_up_proj"
+    ):
+        pm.resolve_lora(qwen3_moe, 16, "q_proj,gate_proj,down_proj")
+
+
+def test_unconverted_moe_types_train_only_linear_layers():
+    # qwen2_moe is not a key of transformers' conversion table and gpt_oss has no conversion: no target_parameters.
+    for name in ("qwen1.5-moe-a2.7b", "gpt-oss-20b"):
+        result = pm.resolve_lora(fixture_facts(name), 16, "all-linear")
+        assert result.parameters == [] and result.merged_sync_reason is None
+
+
+def test_other_supported_families_count_like_their_published_totals():
+    # Phi-2 (LayerNorm with bias, fc1/fc2, biased lm_head): published 2.78B.
+    phi2 = {
+        "model_type": "phi",
+        "hidden_size": 2560,
+        "intermediate_size": 10240,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "vocab_size": 51200,
+        "tie_word_embeddings": False,
+    }
+    assert abs(pm.facts_from_config(phi2, "phi-2").total - 2.78e9) / 2.78e9 <= 0.01
+    # Qwen1.5-MoE-A2.7B (qwen2_moe, shared expert): published 14.3B total, 2.7B activated.
+    moe = {
+        "model_type": "qwen2_moe",
+        "hidden_size": 2048,
+        "intermediate_size": 5632,
+        "moe_intermediate_size": 1408,
+        "shared_expert_intermediate_size": 5632,
+        "num_experts": 60,
+        "num_experts_per_tok": 4,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 16,
+        "vocab_size": 151936,
+        "tie_word_embeddings": False,
+        "decoder_sparse_step": 1,
+        "mlp_only_layers": [],
+    }
+    facts = pm.facts_from_config(moe, "qwen1.5-moe")
+    assert abs(facts.total - 14.3e9) / 14.3e9 <= 0.01
+    assert abs(facts.active - 2.7e9) < 0.1e9
+
+
+def test_lora_trainable_formula_for_llama_8b():
+    facts = fixture_facts("llama-3.1-8b")
+    per_layer = (4096 + 4096) + (4096 + 1024) * 2 + (4096 + 4096) + (4096 + 14336) * 2 + (14336 + 4096)
+    assert pm.lora_trainable(facts, 16, "all-linear")[0] == 16 * per_layer * 32
+    assert pm.lora_trainable(facts, 8, "q_proj,v_proj")[0] == 8 * ((4096 + 4096) + (4096 + 1024)) * 32
+
+
+def test_reference_shapes_reproduce_published_totals():
+    published = {
+        "Qwen2.5-0.5B": 0.49e9,
+        "Qwen2.5-1.5B": 1.54e9,
+        "Qwen2.5-3B": 3.09e9,
+        "Qwen2.5-14B": 14.7e9,
+        "Qwen2.5-72B": 72.7e9,
+        "Llama-3.1-70B": 70.6e9,
+    }
+    for cfg in pm.REFERENCE_SHAPES:
+        facts = pm.facts_from_config(cfg, "reference")
+        if facts.name in published:
+            assert abs(facts.total - published[facts.name]) / published[facts.name] <= 0.01, facts.name
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("7B", 7_000_000_000),
+        ("0.5b", 500_000_000),
+        ("7e9", 7_000_000_000),
+        ("500M", 500_000_000),
+        ("70.6B", 70_600_000_000),
+    ],
+)
+def test_param_count_parsing(text, value):
+    assert pm.parse_param_count(text) == value
+
+
+def test_kv_cache_formula():
+    facts = fixture_facts("llama-3.1-8b")
+    assert pm.kv_bytes_per_token(facts, 1) == 2 * 32 * 8 * 128 * 2
+    assert pm.kv_bytes_per_token(facts, 2) == 2 * 32 * 4 * 128 * 2
+    assert pm.kv_bytes_per_token(fixture_facts("gemma-2b"), 2) == 2 * 18 * 1 * 256 * 2  # 1 KV head: replicated
