@@ -28,6 +28,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
+from common.multinode import COLLECTION_TEMPLATES  # noqa: E402
 from common.output import (  # noqa: E402
     SCRUBBER,
     HelpFormatter,
@@ -51,7 +52,6 @@ from diagnostic.base import (  # noqa: E402
     STACK_IDS,
 )
 from diagnostic.gpus import DEFAULT_SMI_TIMEOUT  # noqa: E402
-from diagnostic.node import COLLECTION_TEMPLATES  # noqa: E402
 from diagnostic.render import render_text, sanitize  # noqa: E402
 from diagnostic.report import collect  # noqa: E402
 

@@ -200,3 +200,47 @@ def finding(result: dict, code: str, field_name: Optional[str] = None) -> dict:
     matches = [f for f in result["findings"] if f["code"] == code and (field_name is None or f["field"] == field_name)]
     assert matches, [(f["code"], f["field"]) for f in result["findings"]]
     return matches[0]
+
+
+# --- the consistent baseline of the comparison tests ----------------------------------------------------------------
+# Three training nodes (FSDP, 4x H100 each, num_machines=3, num_processes=12, ranks 0-2); a test replaces node 2 with
+# a node that differs in one way.
+
+BASE_ENV = {
+    "MASTER_ADDR": "10.0.0.1",
+    "MASTER_PORT": "29500",
+    "NCCL_SOCKET_IFNAME": "eth",
+    "NCCL_DEBUG": "WARN",
+    "SLURM_JOB_ID": "4242",
+}
+BASE_DISTS = (("deepspeed", "0.19.8"), ("vllm", "0.31.0"), ("bitsandbytes", "0.50.2"))
+
+
+def spec(rank: int, **changes) -> NodeSpec:
+    """Baseline node ``rank`` with ``changes`` applied."""
+    values = {
+        "hostname": f"node{rank}",
+        "machine_rank": rank,
+        "env": {**BASE_ENV, "NODE_RANK": str(rank)},
+        "extra_dists": BASE_DISTS,
+    }
+    values.update(changes)
+    return NodeSpec(**values)
+
+
+def collect_baseline(tmp: Path) -> List[Path]:
+    """The three baseline reports."""
+    return [collect_node(tmp, spec(rank)) for rank in range(3)]
+
+
+def planted(baseline: List[Path], tmp_path: Path, **changes) -> List[Path]:
+    """Nodes 0-1 from the baseline, node 2 built with ``changes``."""
+    return [*baseline[:2], collect_node(tmp_path, spec(2, **changes), name="planted")]
+
+
+def compared(train: Sequence[Path], servers: Sequence[Path] = ()) -> dict:
+    """The comparison of these reports, from the package (load, then compare), without the command line."""
+    from nodes.compare import compare
+    from nodes.load import load_nodes
+
+    return compare(load_nodes([str(p) for p in train], [str(p) for p in servers]))

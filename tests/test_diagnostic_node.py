@@ -192,15 +192,6 @@ def test_socket_ifname_is_checked_against_this_nodes_interfaces(
         assert item["message"].startswith(f"{variable}={value} {problem}")
 
 
-def test_ifname_selection_reads_nccl_prefix_rules() -> None:
-    names = ["eth0", "eth1", "ib0", "lo", "docker0"]
-    assert diag_node.ifname_selection("eth", names) == (["eth0", "eth1"], "prefixes eth")
-    assert diag_node.ifname_selection("^docker,lo", names)[0] == ["eth0", "eth1", "ib0"]
-    assert diag_node.ifname_selection("=eth0,ib0", names)[0] == ["eth0", "ib0"]
-    assert diag_node.ifname_selection("eth0", names, exact_only=True)[0] == ["eth0"]
-    assert diag_node.ifname_selection("eth", names, exact_only=True)[0] == []
-
-
 def test_default_run_with_node_facts_still_opens_no_socket_and_writes_nothing(tmp_path: Path) -> None:
     site = tmp_path / "site"
     add_stack(site, torch_cuda="12.8")

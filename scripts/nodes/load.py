@@ -1,0 +1,137 @@
+"""Load stage: read the report files (or standard input), split them into reports, and check each is a complete
+``check_optional_backends.py --json`` report of the schema this bundle writes. Nothing is judged here."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any, Dict, List, Sequence, Tuple
+
+from common.read import InputError as UnreadableInput
+from common.read import read_bytes
+
+SOURCE_TOOL = "check_optional_backends"
+SOURCE_SCHEMA_VERSION = 1
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+LABELED_LINE_RE = re.compile(r"^\s*([A-Za-z0-9_.\[\]-]+): ?(.*)$")
+
+
+class InputError(Exception):
+    """Unusable input: unreadable file, not JSON, the wrong tool or schema version (exit 2)."""
+
+
+def _decode_all(text: str) -> List[Any]:
+    """Every JSON value in ``text`` (one report, or several written one after the other)."""
+    decoder = json.JSONDecoder()
+    values, position = [], 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position >= len(text):
+            return values
+        value, position = decoder.raw_decode(text, position)
+        values.append(value)
+
+
+def split_documents(text: str, name: str) -> List[Tuple[str, Any]]:
+    """(source label, parsed value) for each report in one input.
+
+    Accepts one JSON report, several concatenated, or line-labelled output of all nodes (``srun --label``: ``0: {``;
+    ``pdsh``: ``host: {``), which is regrouped per label first.
+    """
+    lines = [line for line in text.splitlines() if line.strip()]
+    first = LABELED_LINE_RE.match(lines[0]) if lines else None
+    if first and first.group(2).lstrip().startswith("{") and not lines[0].lstrip().startswith("{"):
+        groups: Dict[str, List[str]] = {}
+        for number, line in enumerate(lines, 1):
+            match = LABELED_LINE_RE.match(line)
+            if not match:
+                raise InputError(f"{name}: line {number} has no 'label: ' prefix (mixed labelled and plain output)")
+            groups.setdefault(match.group(1), []).append(match.group(2))
+        out = []
+        for label, body in groups.items():
+            try:
+                values = _decode_all("\n".join(body))
+            except json.JSONDecodeError as error:
+                raise InputError(f"{name} [{label}]: not JSON ({error.msg} at line {error.lineno})") from None
+            out.extend((f"{name} [{label}]", value) for value in values)
+        return out
+    try:
+        values = _decode_all(text)
+    except json.JSONDecodeError as error:
+        raise InputError(f"{name}: not JSON ({error.msg} at line {error.lineno}, column {error.colno})") from None
+    if len(values) == 1:
+        return [(name, values[0])]
+    return [(f"{name} [{i}]", value) for i, value in enumerate(values)]
+
+
+def check_report(source: str, value: Any) -> Dict[str, Any]:
+    """The report, or InputError naming what is wrong with it."""
+    if not isinstance(value, dict):
+        raise InputError(f"{source}: expected the JSON object of check_optional_backends.py --json")
+    tool = value.get("tool")
+    if tool != SOURCE_TOOL:
+        what = f"tool {tool!r}" if tool else "no 'tool' field"
+        raise InputError(
+            f"{source}: not a check_optional_backends.py --json report ({what}); run "
+            "'python3 scripts/check_optional_backends.py --json' on each node and compare those files"
+        )
+    version = value.get("schema_version")
+    if version != SOURCE_SCHEMA_VERSION:
+        raise InputError(
+            f"{source}: schema_version {version!r}; this compare_nodes.py reads schema_version "
+            f"{SOURCE_SCHEMA_VERSION}: collect every report with the check_optional_backends.py of this same bundle"
+        )
+    if not isinstance(value.get("node"), dict):
+        raise InputError(
+            f"{source}: the report has no node facts (written by an older check_optional_backends.py); "
+            "collect it again with this bundle's check_optional_backends.py"
+        )
+    expected = {"packages": dict, "python": dict, "torch_build": dict, "accelerators": dict, "launch": dict}
+    expected["findings"] = list
+    for key, kind in expected.items():
+        if not isinstance(value.get(key), kind):
+            raise InputError(
+                f"{source}: {key!r} is missing or not a JSON {'object' if kind is dict else 'array'}; "
+                "is it a complete check_optional_backends.py --json report?"
+            )
+    for key in ("nccl", "network", "infiniband", "env", "accelerate"):
+        if not isinstance(value["node"].get(key), dict):
+            raise InputError(f"{source}: node.{key} is missing or not a JSON object; collect the report again")
+    return value
+
+
+def read_input(path: str, stdin: Any = None) -> str:
+    """A file's text (``-``: standard input); InputError when it cannot be read."""
+    if path == "-":
+        return (stdin or sys.stdin).read(MAX_INPUT_BYTES)
+    try:
+        read = read_bytes(path, MAX_INPUT_BYTES)  # a FIFO, device or directory is refused without blocking
+    except UnreadableInput as error:
+        raise InputError(f"{path}: cannot read ({error.reason})") from None
+    if read.truncated:
+        raise InputError(f"{path}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB; not a diagnostic report")
+    return read.text()
+
+
+def load_nodes(train_paths: Sequence[str], server_paths: Sequence[str], stdin: Any = None) -> List[Dict[str, Any]]:
+    """One entry per report: index, role (train or vllm-server), hostname, source and the report itself."""
+    nodes: List[Dict[str, Any]] = []
+    for role, paths in (("train", train_paths), ("vllm-server", server_paths)):
+        for path in paths:
+            documents = split_documents(read_input(path, stdin), "<stdin>" if path == "-" else path)
+            if not documents:
+                raise InputError(f"{path}: empty (no report)")
+            for source, value in documents:
+                report = check_report(source, value)
+                nodes.append(
+                    {
+                        "index": len(nodes),
+                        "role": role,
+                        "hostname": report["node"].get("hostname") or "?",
+                        "source": source,
+                        "report": report,
+                    }
+                )
+    return nodes
