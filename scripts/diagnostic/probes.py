@@ -129,9 +129,9 @@ def _signal_name(code: int) -> str:
 PROBE_OUTPUT_LIMIT = 2_000_000
 
 
-def run_probe(code: str, args: Sequence[str], timeout: float) -> Dict[str, Any]:
+def run_probe(code: str, code_argv: Sequence[str], timeout: float) -> Dict[str, Any]:
     """Run probe code in a fresh interpreter (same flags and sys.path); crashes and hangs become results."""
-    argv = [sys.executable, *_interpreter_flags(), "-c", code, *args]
+    argv = [sys.executable, *_interpreter_flags(), "-c", code, *code_argv]
     run = run_capped(argv, timeout, PROBE_OUTPUT_LIMIT, env=_probe_env())
     if run.status == "not_found":
         return {"status": "failed", "error": run.stderr, "wall_seconds": 0.0}
