@@ -8,9 +8,9 @@ from diagnostic.render import sanitize, verdict_block
 
 
 def test_sanitize_masks_the_home_and_scrubs_secrets_everywhere() -> None:
-    report = {"a": ["/home/u/x", "/home/user2/y", "/home/u"], "b": {"c": "token s3cr3t here"}, "n": 3}
-    assert sanitize(report, "/home/u", ["s3cr3t"]) == {
-        "a": ["~/x", "/home/user2/y", "~"],  # a longer name that starts with the home is not the home
+    report = {"a": ["/opt/me/x", "/opt/me2/y", "/opt/me"], "b": {"c": "token s3cr3t here"}, "n": 3}
+    assert sanitize(report, "/opt/me", ["s3cr3t"]) == {
+        "a": ["~/x", "/opt/me2/y", "~"],  # a longer name that starts with the home is not the home
         "b": {"c": f"token {REDACTED} here"},
         "n": 3,
     }
