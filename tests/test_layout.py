@@ -47,11 +47,9 @@ TOP_LEVEL_DATA: Dict[str, str] = {
     "check_optional_backends.schema.json": "the diagnostic's --json schema; its --help names this path",
 }
 UNTESTED_BY_NAME: Dict[str, str] = {
-    "diagnostic/base.py": "constants and small helpers, exercised by every diagnostic test",
     "diagnostic/builds.py": "torch/DeepSpeed/bitsandbytes builds: tests/test_check_optional_backends.py",
     "diagnostic/compat.py": "compatibility rows: tests/test_check_optional_backends.py, test_release_history.py",
     "diagnostic/crosschecks.py": "environment findings: tests/test_check_optional_backends.py",
-    "diagnostic/interpreter.py": "python and platform facts: tests/test_check_optional_backends.py",
     "diagnostic/report.py": "the whole report: tests/test_check_optional_backends.py and its schema test",
 }
 # (scan, subject) pairs the planner rework will remove; each runs as a strict xfail until then.
