@@ -9,9 +9,10 @@ compatibility from the installed TRL's own metadata, and judges each backend pat
 Facts are gathered by small functions, judged by separate rule functions, and printed by renderers
 (text or ``--json``). Standard library only; ``packaging`` and PyYAML are used when present.
 
-This file is the command line; the work lives in the ``diagnostic`` package (a module per section:
-packages, builds, compat, gpus, launch, interpreter, interpreter_hint, probes, rules, crosschecks, render,
-report) and the shared ``common`` helpers.
+This file is the command line: it parses the flags into one ``diagnostic.inputs.Request``; the work lives in the
+``diagnostic`` package (inputs; gather: packages, builds, compat, release_diff, gpus, launch, node, interpreter,
+interpreter_hint and the opt-in probes and network; judge: rules, crosschecks, report; render) and the shared
+``common`` helpers.
 """
 
 from __future__ import annotations
