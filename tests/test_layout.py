@@ -49,7 +49,6 @@ TOP_LEVEL_DATA: Dict[str, str] = {
 UNTESTED_BY_NAME: Dict[str, str] = {
     "diagnostic/builds.py": "torch/DeepSpeed/bitsandbytes builds: tests/test_check_optional_backends.py",
     "diagnostic/compat.py": "compatibility rows: tests/test_check_optional_backends.py, test_release_history.py",
-    "diagnostic/crosschecks.py": "environment findings: tests/test_check_optional_backends.py",
     "diagnostic/report.py": "the whole report: tests/test_check_optional_backends.py and its schema test",
 }
 # (scan, subject) pairs the planner rework will remove; each runs as a strict xfail until then.
