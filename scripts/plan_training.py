@@ -20,24 +20,15 @@ _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-from common.output import WIDTH, HelpFormatter, dumps_strict, emit, escape_controls, fit_width, one_line  # noqa: E402
-from planner import rules as plan_rules  # noqa: E402
+from common.output import HelpFormatter, dumps_strict, emit, escape_controls, one_line  # noqa: E402
 from planner.assemble import build_plan  # noqa: E402
 from planner.hardware import resolve_hardware  # noqa: E402
-from planner.inputs import (  # noqa: E402
-    check_accelerate_config,
-    check_args,
-    check_model_config,
-    check_params_text,
-    check_trl_config,
-    shell_safe,
-)
-from planner.memory import DTYPE_BYTES, MEMORY_MODEL, TRAINERS  # noqa: E402
-from planner.model import facts_from_config, facts_from_params, parse_param_count  # noqa: E402
-from planner.render import plan_dict, render_text  # noqa: E402
-from planner.rules import PlanInputError  # noqa: E402
-
-SCHEMA_VERSION = 1
+from planner.inputs import TRAINERS, Flags, PlanInputError, PlanRequest, load_request  # noqa: E402
+from planner.memory import DTYPE_BYTES, MEMORY_MODEL  # noqa: E402
+from planner.model import ModelFacts, facts_from_config, facts_from_params, parse_param_count  # noqa: E402
+from planner.render import error_dict, fit_plan_text, render_text, result_dict, verdict_block  # noqa: E402
+from planner.rules import lint  # noqa: E402
+from planner.templates import Commands, build_commands  # noqa: E402
 
 EPILOG = (
     MEMORY_MODEL
@@ -255,280 +246,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Fields that only one trainer family's config has (TRL 1.16.0): AsyncGRPOConfig
-# (trl/experimental/async_grpo/async_grpo_config.py) and GRPOConfig/RLOOConfig (trl/trainer/grpo_config.py,
-# rloo_config.py; reward_funcs is their scripts' argument). The lint rules for GRPO and RLOO are the same.
-_ASYNC_GRPO_FIELDS = ("max_staleness", "weight_sync_steps", "max_inflight_tasks")
-_GRPO_FIELDS = (
-    "num_generations",
-    "use_vllm",
-    "vllm_mode",
-    "generation_batch_size",
-    "steps_per_generation",
-    "reward_funcs",
-)
+# ==============================================================================================================
+# Stages: inputs -> compute (model, hardware, memory, split, assemble) -> judge (rules) -> render
+# ==============================================================================================================
 
 
-def infer_trainer(trl_config: Optional[Dict[str, Any]]) -> Tuple[Optional[str], List[str]]:
-    """The trainer a TRL config belongs to, judged by the trainer-specific fields it sets, and those fields."""
-    if not isinstance(trl_config, dict):
-        return None, []
-    async_keys = [key for key in _ASYNC_GRPO_FIELDS if key in trl_config]
-    if async_keys:
-        return "async-grpo", async_keys
-    grpo_keys = [key for key in _GRPO_FIELDS if key in trl_config]
-    if grpo_keys:
-        return "grpo", grpo_keys
-    return None, []
+def model_facts(request: PlanRequest) -> Optional[ModelFacts]:
+    """The model's counts and shapes from its config.json, or the nearest reference shape for --params."""
+    if request.model_config is not None and request.model_config_path is not None:
+        return facts_from_config(request.model_config, request.model_config_path)
+    if request.params is not None:
+        return facts_from_params(parse_param_count(request.params))
+    return None
 
 
-def resolve_trainer(args: argparse.Namespace, trl_config: Optional[Dict[str, Any]]) -> Optional[plan_rules.Finding]:
-    """Set ``args.trainer`` when it was not given; return an info finding saying how it was chosen."""
-    if args.trainer is not None:
-        return None
-    inferred, keys = infer_trainer(trl_config)
-    args.trainer = inferred or "sft"
-    if trl_config is None:
-        return None
-    if inferred is None:
-        message = f"no trainer-specific fields in {args.lint_trl_config}: linted as an SFT config"
-    else:
-        message = f"trainer inferred as {inferred} from {', '.join(keys)} in {args.lint_trl_config}"
-        if inferred == "grpo":
-            message += " (RLOO has the same lint rules)"
-    return plan_rules.Finding(
-        id="trainer-inferred",
-        severity="info",
-        message=message,
-        fix="pass --trainer to choose it explicitly",
-        source="trl/trainer/grpo_config.py@1.16.0, trl/experimental/async_grpo/async_grpo_config.py@1.16.0",
-    )
-
-
-# Plan inputs a TRL config can set (TRL 1.16.0 field names): (argparse dest, config field, default, trainers).
-# sft_config.py / dpo_config.py max_length; grpo_config.py / rloo_config.py vllm_max_model_length (prompt +
-# completion); base_config.py gradient_checkpointing (default True); TrainingArguments per_device_train_batch_size
-# and gradient_accumulation_steps.
-TRL_CONFIG_INPUTS: Tuple[Tuple[str, str, str, str, Any, Tuple[str, ...]], ...] = (
-    # (argparse dest, flag, config field, kind, default, trainers whose config has the field)
-    ("micro_batch", "--micro-batch", "per_device_train_batch_size", "int", 8, TRAINERS),
-    ("grad_accum", "--grad-accum", "gradient_accumulation_steps", "int", 1, TRAINERS),
-    ("seq_len", "--seq-len", "max_length", "int", 2048, ("sft", "dpo")),
-    ("seq_len", "--seq-len", "vllm_max_model_length", "int", 2048, ("grpo", "rloo")),
-    ("num_generations", "--num-generations", "num_generations", "int", 8, ("grpo", "rloo", "async-grpo")),
-    ("steps_per_generation", "--steps-per-generation", "steps_per_generation", "int", None, ("grpo", "rloo")),
-    ("gradient_checkpointing", "--gradient-checkpointing", "gradient_checkpointing", "bool", True, TRAINERS),
-    ("beta", "--beta", "beta", "float", None, ("grpo", "rloo")),
-)
-
-
-def _config_value(value: Any, kind: str) -> Any:
-    """A TRL config value converted like the flag it stands for; None when it is unusable."""
-    if kind == "bool":
-        return plan_rules._as_bool(value)
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(str(value).strip())
-    except ValueError:
-        return None
-    if kind == "float":
-        return number if number == number and abs(number) != float("inf") else None
-    return int(number) if number.is_integer() and number >= 1 else None
-
-
-def apply_trl_config(args: argparse.Namespace, trl_config: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Fill the batch, sequence and generation inputs: a flag wins over the TRL config, which wins over the
-    default. Returns one record per input the config or a flag set, saying which won."""
-    sources: List[Dict[str, Any]] = []
-    done = set()
-    for dest, flag, key, kind, _default, trainers in TRL_CONFIG_INPUTS:
-        if dest in done:
-            continue
-        flag_value = getattr(args, dest, None)
-        in_config = (
-            trl_config is not None and args.trainer in trainers and key in trl_config and trl_config[key] is not None
-        )
-        config_value = _config_value(trl_config[key], kind) if in_config else None
-        if in_config and config_value is None:
-            raise PlanInputError(f"{args.lint_trl_config}: {key} {trl_config[key]!r} is not a usable value")
-        if flag_value is not None:
-            if in_config:
-                done.add(dest)
-                sources.append(
-                    {"input": flag, "value": flag_value, "source": "flag", "overrides": f"{key}: {config_value}"}
-                )
-            continue
-        if in_config:
-            done.add(dest)
-            setattr(args, dest, config_value)
-            sources.append({"input": flag, "value": config_value, "source": f"{key} in {args.lint_trl_config}"})
-    for dest, _flag, _key, _kind, default, _trainers in TRL_CONFIG_INPUTS:
-        if getattr(args, dest, None) is None and default is not None:
-            setattr(args, dest, default)
-    return sources
-
-
-def run(args: argparse.Namespace) -> Tuple[Dict[str, Any], str, int]:
-    check_args(args)
-    check_params_text(args.params)
-    args.model_id = shell_safe(args.model_id)
-    planning = args.params is not None or args.model_config is not None
-    linting = bool(args.lint_accelerate_config or args.lint_trl_config)
-    if not planning and not linting:
-        raise PlanInputError("nothing to do: give --params or --model-config, and/or a config to lint")
-    yaml_parsers: List[str] = []
-    trl_cfg = None
-    if args.lint_trl_config:
-        trl_cfg, used = plan_rules.load_config_file(args.lint_trl_config, args.yaml_parser)
-        check_trl_config(trl_cfg, args.lint_trl_config)
-        yaml_parsers.append(used)
-    trainer_note = resolve_trainer(args, trl_cfg)
-    input_sources = apply_trl_config(args, trl_cfg)
-    facts = None
-    if args.model_config:
-        data, used = plan_rules.load_config_file(args.model_config, args.yaml_parser)
-        check_model_config(data, args.model_config)
-        facts = facts_from_config(data, args.model_config)
-    elif args.params is not None:
-        facts = facts_from_params(parse_param_count(args.params))
-    hardware = resolve_hardware(args, need_memory=planning)
+def run(request: PlanRequest) -> Tuple[Dict[str, Any], str, int]:
+    """Plan and lint what the request asks; return the --json document, the text and the exit code."""
+    facts = model_facts(request)
+    hardware = resolve_hardware(request, need_memory=request.planning)
     plan = None
-    if planning:
+    if request.planning:
         if hardware is None:
             raise PlanInputError("hardware: give --gpus and --gpu-memory-gib, or --hardware-json")
         assert facts is not None
-        plan = build_plan(args, facts, hardware)
-    findings: List[plan_rules.Finding] = []
-    if linting:
-        acc, acc_label, used = plan_rules.resolve_accelerate(
-            args.lint_accelerate_config, trl_cfg, args.lint_trl_config, args.yaml_parser
-        )
-        if used:
-            yaml_parsers.append(used)
-        if isinstance(acc, dict):
-            check_accelerate_config(acc, acc_label or "the Accelerate config")
-        server_gpus, reason = 0, ""
-        if args.vllm_server_gpus is not None:
-            if args.vllm_server_gpus < 0:
-                raise PlanInputError("--vllm-server-gpus must not be negative")
-            server_gpus, reason = args.vllm_server_gpus, "--vllm-server-gpus"
-        elif plan is not None and plan.vllm_mode == "server" and plan.split.server_gpus:
-            server_gpus, reason = len(plan.split.server_gpus), "the plan's server split"
-        if args.vllm_server_gpus is None and plan is not None and plan.split.layout.startswith("node 0 runs"):
-            server_gpus, reason = hardware.gpus_per_node, "the plan dedicates node 0 to the server"
-        ctx = plan_rules.LintContext(
-            trainer=args.trainer,
-            accelerate=acc,
-            accelerate_label=acc_label,
-            trl=trl_cfg,
-            trl_label=args.lint_trl_config,
-            launch_num_processes=args.num_processes,
-            gpus_per_node=hardware.gpus_per_node if hardware else None,
-            nodes=hardware.nodes if hardware else args.nodes,
-            server_gpus=server_gpus,
-            server_gpus_reason=reason,
-            compute_capabilities=hardware.compute_capabilities if hardware else [],
-            vllm_mode_cli=args.vllm_mode,
-        )
-        findings = plan_rules.run_lint(ctx)
-        if trainer_note:
-            findings.insert(0, trainer_note)
-    result: Dict[str, Any] = {"schema_version": SCHEMA_VERSION, "tool": "plan_training.py"}
-    if plan is not None:
-        plan.input_sources = input_sources
-        result.update(plan_dict(plan))
-    result["lint"] = {
-        "ran": linting,
-        "yaml_parser": sorted(set(yaml_parsers)) or None,
-        "findings": [finding.as_dict() for finding in findings],
-    }
-    text = render_text(plan, findings, linting, yaml_parsers)
+        plan = build_plan(request, facts, hardware)
+    findings = lint(request, plan, hardware) if request.linting else []
+    commands = build_commands(request, plan) if plan is not None else Commands([], {})
+    result = result_dict(request, plan, commands, findings)
+    text = render_text(plan, commands, findings, request.linting, list(request.yaml_parsers))
     code = 0
-    if args.require_fit and plan is not None and not plan.fits:
+    if request.require_fit and plan is not None and not plan.fits:
         code = 1
-    if args.require_lint_clean and any(finding.severity == "error" for finding in findings):
+    if request.require_lint_clean and any(finding.severity == "error" for finding in findings):
         code = 1
     result["exit_code"] = code
     return result, text, code
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)  # argparse exits 0 for --help, 2 for usage errors (run_cli passes them on)
+    args = build_parser().parse_args(argv)  # argparse exits 0 for --help, 2 for usage errors (run_cli passes them on)
+    flags = Flags(**vars(args))
     try:
-        result, text, code = run(args)
+        request = load_request(flags)
+        result, text, code = run(request)
     except PlanInputError as exc:
-        if args.json:
-            error = {"schema_version": SCHEMA_VERSION, "tool": "plan_training.py", "error": str(exc), "exit_code": 2}
-            emit(dumps_strict(error))
+        if flags.json:
+            emit(dumps_strict(error_dict(str(exc))))
         sys.stderr.write(f"plan_training.py: error: {one_line(str(exc), 400)}\n")
         return 2
-    if args.json:
+    if request.json:
         emit(dumps_strict(result))
     else:
-        emit(fit_plan_text(escape_controls(text, keep_newlines=True).rstrip("\n")) + "\n" + verdict_block(result, args))
+        plan_text = fit_plan_text(escape_controls(text, keep_newlines=True).rstrip("\n"))
+        emit(plan_text + "\n" + verdict_block(result, request))
     return code
-
-
-def fit_plan_text(text: str, width: int = WIDTH) -> str:
-    """Wrap to ``width`` columns; a shell command keeps working when copied (continued with `` \\``), and a long
-    comment line continues as a comment."""
-    out: List[str] = []
-    for line in text.split("\n"):
-        stripped = line.lstrip(" ")
-        indent = line[: len(line) - len(stripped)]
-        if len(line) <= width:
-            out.append(line)
-        elif stripped.startswith("#"):
-            out.extend(fit_width(line, width).replace("\n" + indent + "    ", "\n" + indent + "#   ").split("\n"))
-        elif re.match(r"^[A-Z_]+=|^(vllm|accelerate|trl|python3?|torchrun|CUDA_VISIBLE_DEVICES) ", stripped):
-            out.extend(_wrap_command(line, indent, width))
-        else:
-            out.extend(fit_width(line, width).split("\n"))
-    return "\n".join(out)
-
-
-def _wrap_command(line: str, indent: str, width: int) -> List[str]:
-    """Break a command between words (never inside quotes), ending each continued line with a backslash."""
-    words = re.findall(r"""(?:[^\s'"]+|'[^']*'|"[^"]*")+""", line.strip())
-    lines: List[str] = []
-    current = indent
-    for word in words:
-        candidate = word if current.strip() == "" else current + " " + word
-        if current.strip() and len(candidate) + 2 > width:
-            lines.append(current + " \\")
-            current = indent + "    " + word
-        else:
-            current = candidate if current.strip() else indent + word
-    lines.append(current)
-    return lines
-
-
-def verdict_block(result: Dict[str, Any], args: argparse.Namespace) -> str:
-    """The last lines, always in this order: the plan's verdict, the lint's named errors, the --require results."""
-    lines: List[str] = []
-    if "fits" in result:
-        recommendation = result.get("recommendation") or {}
-        if result.get("fits") and isinstance(recommendation, dict):
-            detail = f"{recommendation.get('label')} ({recommendation.get('method')})"
-            if isinstance(recommendation.get("per_gpu_gib"), (int, float)):
-                detail += f", {recommendation['per_gpu_gib']:.1f} GiB per GPU"
-            lines.append(f"Verdict: fits: {detail}")
-        else:
-            lines.append("Verdict: does not fit (see the candidates and the smallest changes above)")
-    lint = result.get("lint") or {}
-    if lint.get("ran"):
-        errors = [f["id"] for f in lint.get("findings") or [] if f.get("severity") == "error"]
-        warnings = [f["id"] for f in lint.get("findings") or [] if f.get("severity") == "warning"]
-        lines.append(f"Lint: errors: {', '.join(dict.fromkeys(errors)) or 'none'}")
-        lines.append(f"  warnings: {', '.join(dict.fromkeys(warnings)) or 'none'}")
-    if args.require_fit and "fits" in result:
-        lines.append(f"Require fit: {'met' if result.get('fits') else 'FAILED (no candidate fits)'}")
-    if args.require_lint_clean and lint.get("ran"):
-        failed = any(f.get("severity") == "error" for f in lint.get("findings") or [])
-        lines.append(f"Require lint clean: {'FAILED (lint errors above)' if failed else 'met'}")
-    return fit_width("\n".join(lines)) + "\n" if lines else ""
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import pytest
 
 import plan_training as pt
 from conftest import REPO_ROOT
+from planner import inputs as plan_inputs
 from planner import rules as plan_rules
 
 LINT_DIR = REPO_ROOT / "tests" / "fixtures" / "lint"
@@ -192,7 +193,7 @@ def test_grpo_rules_run_when_the_trainer_is_inferred_from_the_trl_config(capsys)
     ],
 )
 def test_trainer_inference_rules(config, expected):
-    assert pt.infer_trainer(config)[0] == expected
+    assert plan_inputs.infer_trainer(config)[0] == expected
 
 
 def test_explicit_trainer_wins_and_adds_no_note(capsys, tmp_path):

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 
 import pytest
 
+import plan_training as pt
 from planner.inputs import (
+    Flags,
+    PlanInputError,
     check_accelerate_config,
-    check_args,
+    check_flags,
     check_model_config,
     check_params_text,
     check_trl_config,
+    load_request,
     shell_safe,
 )
-from planner.rules import PlanInputError
-
-
-def _args(**values) -> argparse.Namespace:
-    return argparse.Namespace(**values)
 
 
 @pytest.mark.parametrize(
@@ -36,12 +35,12 @@ def _args(**values) -> argparse.Namespace:
 )
 def test_command_line_numbers_are_bounded_and_finite(values, flag) -> None:
     with pytest.raises(PlanInputError, match=flag):
-        check_args(_args(**values))
+        check_flags(Flags(**values))
 
 
 def test_lower_bounds_of_hardware_are_left_to_the_hardware_check() -> None:
-    check_args(_args(gpus=0, nodes=0, gpu_memory_gib=-1.0))  # "impossible hardware: ..." is said later
-    check_args(_args(gpus=8, gpu_memory_gib=80.0, beta=0.04, host_memory_gib=512.0))
+    check_flags(Flags(gpus=0, nodes=0, gpu_memory_gib=-1.0))  # "impossible hardware: ..." is said later
+    check_flags(Flags(gpus=8, gpu_memory_gib=80.0, beta=0.04, host_memory_gib=512.0))
 
 
 @pytest.mark.parametrize("text", ["1e400", "nan", "inf", "2e15"])
@@ -85,3 +84,34 @@ def test_shell_safe_quotes_only_when_needed() -> None:
     assert shell_safe("/models/qwen3@main") == "/models/qwen3@main"
     assert shell_safe("x; rm -rf ~") == "'x; rm -rf ~'"
     assert shell_safe(None) is None
+
+
+def test_flags_mirror_the_command_line() -> None:
+    """Every flag the parser defines is a Flags field with the same default, and nothing else is."""
+    parsed = vars(pt.build_parser().parse_args([]))
+    defaults = {f.name: f.default for f in dataclasses.fields(Flags)}
+    assert parsed == defaults
+
+
+def test_the_request_holds_the_loaded_config_and_the_resolved_trainer(tmp_path) -> None:
+    trl = tmp_path / "trl.yaml"
+    trl.write_text("num_generations: 4\nper_device_train_batch_size: 2\nmax_length: 512\n")
+    request = load_request(Flags(params="8B", lint_trl_config=str(trl), micro_batch=4))
+    assert request.trainer == "grpo" and "num_generations" in (request.trainer_note or "")
+    assert request.trl_config == {"num_generations": 4, "per_device_train_batch_size": 2, "max_length": 512}
+    assert (request.micro_batch, request.num_generations, request.grad_accum) == (4, 4, 1)
+    assert request.seq_len == 2048  # max_length belongs to SFT/DPO configs; GRPO reads vllm_max_model_length
+    won = {item["input"]: item["source"] for item in request.input_sources}
+    assert won == {"--micro-batch": "flag", "--num-generations": f"num_generations in {trl}"}
+    assert request.planning and request.linting and request.accelerate is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.trainer = "sft"  # type: ignore[misc]
+
+
+def test_the_request_names_the_file_it_cannot_use(tmp_path) -> None:
+    bad = tmp_path / "trl.yaml"
+    bad.write_text("max_length: lots\n")
+    with pytest.raises(PlanInputError, match=r"trl\.yaml: max_length must be an integer"):
+        load_request(Flags(params="8B", trainer="sft", lint_trl_config=str(bad)))
+    with pytest.raises(PlanInputError, match="nothing to do"):
+        load_request(Flags())

@@ -9,7 +9,6 @@ import sys
 
 sys.dont_write_bytecode = True  # importing the siblings must not leave __pycache__ in scripts/
 
-import argparse  # noqa: E402
 import math  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -19,11 +18,10 @@ _HERE = Path(__file__).resolve().parent.parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-from planner import rules as plan_rules  # noqa: E402
-from planner.hardware import GIB, Hardware  # noqa: E402
+from planner.hardware import GIB, Hardware, cc_value  # noqa: E402
+from planner.inputs import PlanInputError, PlanRequest  # noqa: E402
 from planner.memory import GENERATING, REF_MODEL_DEFAULT, Estimate, Setup, estimate, judge, strategies_for  # noqa: E402
 from planner.model import LoraTargets, ModelFacts, lora_trainable, resolve_lora  # noqa: E402
-from planner.rules import PlanInputError  # noqa: E402
 from planner.split import (  # noqa: E402
     TRL_COLOCATE_UTIL_DEFAULT,
     BatchGeometry,
@@ -36,7 +34,6 @@ from planner.split import (  # noqa: E402
     served_dtype_bytes,
     size_vllm,
 )
-from planner.templates import build_commands  # noqa: E402
 
 # ==============================================================================================================
 # Plan assembly
@@ -61,8 +58,6 @@ class Plan:
     alternative_pick: Optional[Estimate]
     geometry: Optional[BatchGeometry]
     notes: List[str]
-    commands: List[Dict[str, str]] = field(default_factory=list)
-    config_fields: Dict[str, Any] = field(default_factory=dict)
     lora: Optional[LoraTargets] = None  # what PEFT trains, when the plan's method (or its fallback) is LoRA/QLoRA
     input_sources: List[Dict[str, Any]] = field(default_factory=list)  # which of flag / TRL config set an input
     changes: List[Change] = field(default_factory=list)  # when nothing fits as asked: ranked smallest changes
@@ -110,7 +105,7 @@ def _best(candidates: List[Estimate], offload: bool) -> Optional[Estimate]:
 
 
 def smallest_changes(
-    args: argparse.Namespace,
+    request: PlanRequest,
     facts: ModelFacts,
     setup: Setup,
     split: Split,
@@ -123,7 +118,7 @@ def smallest_changes(
     def run(method: str, dtype: Optional[str], micro: int, offload: bool) -> Optional[Estimate]:
         accum = max(1, math.ceil(setup.grad_accum * setup.micro_batch / micro))
         shrunk = Setup(**{**setup.__dict__, "micro_batch": micro, "grad_accum": accum})
-        cands, _t, _m = evaluate(method, facts, shrunk, split, usable, args.headroom, host_limit, dtype)
+        cands, _t, _m = evaluate(method, facts, shrunk, split, usable, request.headroom, host_limit, dtype)
         return _best(cands, offload)
 
     def shrink(method: str, dtype: Optional[str], offload: bool) -> Optional[Tuple[int, Estimate]]:
@@ -143,7 +138,7 @@ def smallest_changes(
         accum = max(1, math.ceil(setup.grad_accum * setup.micro_batch / micro))
         return f"--micro-batch {micro} --grad-accum {accum}"
 
-    method, explicit = setup.method, args.model_dtype
+    method, explicit = setup.method, request.model_dtype
     adapters: List[Tuple[str, str, Optional[str], bool]] = []  # (label, method, dtype, changes what is trained)
     if method in ("lora", "qlora") and explicit is None and setup.model_dtype == "float32":
         adapters.append(("--model-dtype bfloat16", method, "bfloat16", False))
@@ -221,43 +216,41 @@ def evaluate(
     return out, trainable, modules
 
 
-def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Plan:
+def build_plan(request: PlanRequest, facts: ModelFacts, hw: Hardware) -> Plan:
     notes: List[str] = list(facts.notes) + list(hw.notes)
-    trainer = args.trainer
-    low_cc = [
-        cc for cc in hw.compute_capabilities if plan_rules._cc_value(cc) is not None and plan_rules._cc_value(cc) < 8.0
-    ]
+    trainer = request.trainer
+    low_cc = [cc for cc in hw.compute_capabilities if cc_value(cc) is not None and cc_value(cc) < 8.0]
     mixed = "fp16" if low_cc else "bf16"
     if low_cc:
         notes.append("compute capability below 8.0: planning with fp16 mixed precision (bf16 is not available)")
     ref_model = REF_MODEL_DEFAULT[trainer]
-    if args.beta is not None and trainer in ("grpo", "rloo"):
-        ref_model = args.beta != 0
+    if request.beta is not None and trainer in ("grpo", "rloo"):
+        ref_model = request.beta != 0
     setup = Setup(
-        method=args.method,
+        method=request.method,
         trainer=trainer,
-        seq_len=args.seq_len,
-        micro_batch=args.micro_batch,
-        grad_ckpt=args.gradient_checkpointing,
-        optimizer=args.optimizer,
-        model_dtype=method_dtype(args.method, args.model_dtype, mixed),
+        seq_len=request.seq_len,
+        micro_batch=request.micro_batch,
+        grad_ckpt=request.gradient_checkpointing,
+        optimizer=request.optimizer,
+        model_dtype=method_dtype(request.method, request.model_dtype, mixed),
         mixed_precision=mixed,
-        lora_rank=args.lora_rank,
-        lora_targets=args.lora_targets,
-        double_quant=args.bnb_double_quant,
-        quant_storage=args.bnb_quant_storage or ("float32" if mixed == "fp16" else "bfloat16"),
+        lora_rank=request.lora_rank,
+        lora_targets=request.lora_targets,
+        double_quant=request.bnb_double_quant,
+        quant_storage=request.bnb_quant_storage or ("float32" if mixed == "fp16" else "bfloat16"),
         ref_model=ref_model,
-        grad_accum=args.grad_accum,
-        full_logits=bool(getattr(args, "full_logits", False)),
+        grad_accum=request.grad_accum,
+        full_logits=request.full_logits,
     )
-    mode = resolve_vllm_mode(args, hw)
+    mode = resolve_vllm_mode(request, hw)
     gpu_bytes = hw.memory_bytes
-    max_model_len = args.max_model_len or args.seq_len
+    max_model_len = request.max_model_len or request.seq_len
     serve_bytes = served_dtype_bytes(trainer, setup.model_dtype)
     vllm_plan: Optional[VllmPlan] = None
     usable = gpu_bytes
     if mode == "server":
-        vllm_plan, split = plan_server(args, facts, hw, setup, max_model_len, serve_bytes)
+        vllm_plan, split = plan_server(request, facts, hw, setup, max_model_len, serve_bytes)
     else:
         split = plan_split(hw, 0)
     world = split.trainer_world
@@ -266,14 +259,14 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
     geometry = None
     if trainer in ("grpo", "rloo"):
         geometry = batch_geometry(
-            args.micro_batch, world, args.grad_accum, args.steps_per_generation, args.num_generations
+            request.micro_batch, world, request.grad_accum, request.steps_per_generation, request.num_generations
         )
     if mode == "none" and geometry is not None:
         # Each process generates its share of the generation batch: per_device x steps_per_generation.
-        setup.generate_sequences = args.micro_batch * geometry.steps_per_generation
+        setup.generate_sequences = request.micro_batch * geometry.steps_per_generation
         notes.append("no vLLM: the trainer generates with model.generate(), so its KV cache counts against training")
     if mode == "colocate":
-        tp = args.vllm_tp or 1
+        tp = request.vllm_tp or 1
         if world % tp:
             raise PlanInputError(
                 f"--vllm-tp {tp}: in colocate mode the TP size must divide the world size {world} (TRL raises "
@@ -281,13 +274,13 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
             )
         if facts.heads % tp:
             raise PlanInputError(f"--vllm-tp {tp}: vLLM needs the {facts.heads} attention heads divisible by it")
-        spg = geometry.steps_per_generation if geometry else args.grad_accum
-        max_num_seqs = args.vllm_concurrency or args.micro_batch * tp * spg  # grpo_trainer.py L1124-1126
-        if args.vllm_gpu_memory_utilization:
-            util, util_source = args.vllm_gpu_memory_utilization, "--vllm-gpu-memory-utilization"
+        spg = geometry.steps_per_generation if geometry else request.grad_accum
+        max_num_seqs = request.vllm_concurrency or request.micro_batch * tp * spg  # grpo_trainer.py L1124-1126
+        if request.vllm_gpu_memory_utilization:
+            util, util_source = request.vllm_gpu_memory_utilization, "--vllm-gpu-memory-utilization"
         else:
             util = colocate_util_needed(
-                facts, args.method, tp, gpu_bytes, max_model_len, max_num_seqs, args.bnb_double_quant, serve_bytes
+                facts, request.method, tp, gpu_bytes, max_model_len, max_num_seqs, request.bnb_double_quant, serve_bytes
             )
             util_source = (
                 f"smallest that holds weights + {max_num_seqs} sequences + a 0.05 buffer; TRL's default is "
@@ -295,38 +288,40 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
             )
         vllm_plan = size_vllm(
             facts,
-            args.method,
+            request.method,
             "colocate",
             tp,
             util,
             gpu_bytes,
             max_model_len,
             max_num_seqs,
-            args.bnb_double_quant,
+            request.bnb_double_quant,
             util_source,
             serve_bytes,
         )
         vllm_plan.concurrency_source = (
-            "--vllm-concurrency" if args.vllm_concurrency else "max_num_seqs = per_device x TP x steps_per_generation"
+            "--vllm-concurrency"
+            if request.vllm_concurrency
+            else "max_num_seqs = per_device x TP x steps_per_generation"
         )
         usable = int(gpu_bytes * (1 - util))
         notes.append(
             f"colocate: vLLM takes {util:.2f} x {hw.memory_gib:.0f} GiB on every training GPU; the trainer keeps "
             f"{usable / GIB:.1f} GiB (vllm_enable_sleep_mode frees vLLM's share during the optimizer step)"
         )
-    host_limit = int(args.host_memory_gib * GIB) if args.host_memory_gib else None
+    host_limit = int(request.host_memory_gib * GIB) if request.host_memory_gib else None
     candidates, trainable, modules = evaluate(
-        args.method, facts, setup, split, usable, args.headroom, host_limit, args.model_dtype
+        request.method, facts, setup, split, usable, request.headroom, host_limit, request.model_dtype
     )
     alternatives: List[Estimate] = []
-    for method in _methods_to_try(args.method):
-        alts, _t, _m = evaluate(method, facts, setup, split, usable, args.headroom, host_limit, args.model_dtype)
+    for method in _methods_to_try(request.method):
+        alts, _t, _m = evaluate(method, facts, setup, split, usable, request.headroom, host_limit, request.model_dtype)
         alternatives.extend(alts)
     # Offload is the last resort (ESCALATION): a candidate that fits only with offload is a change, not the answer.
     recommended = next((c for c in candidates if c.fits and "offload" not in c.strategy), None)
     changes: List[Change] = []
     if recommended is None:
-        changes = smallest_changes(args, facts, setup, split, usable, host_limit)
+        changes = smallest_changes(request, facts, setup, split, usable, host_limit)
     first_fit = next((c for c in changes if c.fits), None)
     alternative_pick = first_fit.candidate if first_fit else None
     if trainer == "async-grpo" and setup.model_dtype == "float32":
@@ -334,11 +329,11 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
             "AsyncGRPO trains in AsyncGRPOConfig.dtype (default float32) and wants the server in the same dtype "
             "(vllm serve --dtype); --model-dtype bfloat16 halves both"
         )
-    uses_lora = args.method != "full" or (alternative_pick is not None and alternative_pick.method != "full")
-    lora = resolve_lora(facts, args.lora_rank, args.lora_targets) if uses_lora else None
+    uses_lora = request.method != "full" or (alternative_pick is not None and alternative_pick.method != "full")
+    lora = resolve_lora(facts, request.lora_rank, request.lora_targets) if uses_lora else None
     if lora is not None:
         notes.extend(lora.notes)
-    if args.method != "full" and trainer == "async-grpo":
+    if request.method != "full" and trainer == "async-grpo":
         if lora is not None and lora.merged_sync_reason:
             notes.append(f"AsyncGRPO syncs merged weights, not the adapter: {lora.merged_sync_reason}")
         elif mode == "server":
@@ -355,7 +350,7 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
         vllm_plan,
         split,
         usable,
-        args.headroom,
+        request.headroom,
         candidates,
         alternatives,
         recommended,
@@ -365,13 +360,13 @@ def build_plan(args: argparse.Namespace, facts: ModelFacts, hw: Hardware) -> Pla
     )
     plan.lora = lora
     plan.changes = changes
-    plan.commands, plan.config_fields = build_commands(args, plan)
+    plan.input_sources = list(request.input_sources)
     return plan
 
 
-def resolve_vllm_mode(args: argparse.Namespace, hw: Hardware) -> str:
-    mode = args.vllm_mode
-    trainer = args.trainer
+def resolve_vllm_mode(request: PlanRequest, hw: Hardware) -> str:
+    mode = request.vllm_mode
+    trainer = request.trainer
     if trainer not in GENERATING:
         if mode not in (None, "none"):
             raise PlanInputError(f"--vllm-mode {mode}: only GRPO, RLOO and AsyncGRPO generate with vLLM")

@@ -9,9 +9,7 @@ import sys
 
 sys.dont_write_bytecode = True  # importing the siblings must not leave __pycache__ in scripts/
 
-import argparse  # noqa: E402
 import math  # noqa: E402
-import re  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
@@ -20,9 +18,7 @@ _HERE = Path(__file__).resolve().parent.parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-from common.read import InputError, read_bytes  # noqa: E402
-from common.values import InvalidValue, load_json, short  # noqa: E402
-from planner.rules import PlanInputError  # noqa: E402
+from planner.inputs import PlanInputError, PlanRequest  # noqa: E402
 
 GIB = 2**30
 
@@ -51,79 +47,25 @@ class Hardware:
         return int(self.memory_gib * GIB)
 
 
-HARDWARE_JSON_LIMIT = 16_000_000
-MAX_JSON_GPUS = 4096 * 16
-MAX_GPU_MIB = 2**31
-
-
-def load_hardware_json(path: str) -> Dict[str, Any]:
-    """The visible GPUs from ``check_optional_backends.py --json`` (schema_version 1)."""
+def cc_value(cc: Optional[str]) -> Optional[float]:
+    """``"8.6"`` -> 8.6; None when it is not MAJOR.MINOR."""
+    if cc is None:
+        return None
     try:
-        read = read_bytes(path, HARDWARE_JSON_LIMIT)
-    except InputError as error:
-        raise PlanInputError(f"{path}: {error.reason}") from None
-    if read.truncated:
-        raise PlanInputError(f"{path}: larger than {HARDWARE_JSON_LIMIT:,} bytes; not a diagnostic report")
-    try:
-        data = load_json(read.data, path, max_bytes=HARDWARE_JSON_LIMIT)
-    except InvalidValue as error:
-        raise PlanInputError(str(error)) from None
-    if not isinstance(data, dict):
-        raise PlanInputError(f"{path}: expected the JSON object of check_optional_backends.py --json")
-    if data.get("schema_version") != 1:
-        raise PlanInputError(
-            f"{path}: schema_version {data.get('schema_version')!r} is not supported (expected 1, from "
-            "check_optional_backends.py --json)"
-        )
-    gpus = (data.get("accelerators") or {}).get("gpus") if isinstance(data.get("accelerators"), dict) else None
-    if not isinstance(gpus, list):
-        raise PlanInputError(f"{path}: no accelerators.gpus list")
-    if len(gpus) > MAX_JSON_GPUS:
-        raise PlanInputError(f"{path}: accelerators.gpus lists {len(gpus):,} GPUs (more than {MAX_JSON_GPUS})")
-    visible = [g for g in gpus if isinstance(g, dict) and g.get("visible", True)]
-    if not visible:
-        raise PlanInputError(f"{path}: no visible GPU (accelerators.gpus has {len(gpus)} entries, none visible)")
-    memories = []
-    for gpu in visible:
-        mib = gpu.get("memory_total_mib")
-        if not isinstance(mib, (int, float)) or isinstance(mib, bool) or not 0 < mib <= MAX_GPU_MIB:
-            raise PlanInputError(f"{path}: GPU {short(gpu.get('index'))} has no memory_total_mib in (0, 2**31]")
-        memories.append(float(mib))
-    notes = []
-    if len(set(memories)) > 1:
-        notes.append(f"GPUs differ in memory ({sorted(set(memories))} MiB); planning with the smallest")
-    for gpu in visible:
-        free, total = gpu.get("memory_free_mib"), gpu.get("memory_total_mib")
-        if (
-            isinstance(free, (int, float))
-            and not isinstance(free, bool)
-            and 0 <= free <= MAX_GPU_MIB
-            and isinstance(total, (int, float))
-            and total - free > 1024
-        ):
-            notes.append(
-                f"GPU {gpu.get('index')} already has {(total - free) / 1024:.1f} GiB in use by other processes"
-            )
-    return {
-        "count": len(visible),
-        "memory_gib": min(memories) / 1024.0,
-        "compute_capabilities": [
-            cc if isinstance(cc, str) and re.fullmatch(r"\d{1,2}\.\d{1,2}", cc) else None
-            for cc in (g.get("compute_capability") for g in visible)
-        ],
-        "names": [str(g.get("name", "?"))[:120] for g in visible],
-        "notes": notes,
-    }
+        major, _, minor = str(cc).partition(".")
+        return int(major) + int(minor or 0) / 10.0
+    except ValueError:
+        return None
 
 
-def resolve_hardware(args: argparse.Namespace, need_memory: bool = True) -> Optional[Hardware]:
-    info: Dict[str, Any] = {}
+def resolve_hardware(request: PlanRequest, need_memory: bool = True) -> Optional[Hardware]:
+    """The GPUs to plan for: the flags, else the visible GPUs of the hardware JSON; None when neither says."""
+    info: Dict[str, Any] = request.hardware_info or {}
     source = []
-    if args.hardware_json:
-        info = load_hardware_json(args.hardware_json)
-        source.append(f"{args.hardware_json} (visible GPUs)")
-    gpus = args.gpus if args.gpus is not None else info.get("count")
-    memory = args.gpu_memory_gib if args.gpu_memory_gib is not None else info.get("memory_gib")
+    if request.hardware_json_path:
+        source.append(f"{request.hardware_json_path} (visible GPUs)")
+    gpus = request.gpus if request.gpus is not None else info.get("count")
+    memory = request.gpu_memory_gib if request.gpu_memory_gib is not None else info.get("memory_gib")
     if gpus is None and memory is None:
         return None
     if gpus is None or (memory is None and need_memory):
@@ -134,16 +76,16 @@ def resolve_hardware(args: argparse.Namespace, need_memory: bool = True) -> Opti
         raise PlanInputError(f"impossible hardware: --gpus {gpus} (need at least 1 GPU)")
     if memory <= 0 or (need_memory and not math.isfinite(memory)):
         raise PlanInputError(f"impossible hardware: GPU memory {memory} GiB")
-    if args.nodes < 1:
-        raise PlanInputError(f"impossible hardware: --nodes {args.nodes}")
-    if args.gpus is not None or args.gpu_memory_gib is not None:
+    if request.nodes < 1:
+        raise PlanInputError(f"impossible hardware: --nodes {request.nodes}")
+    if request.gpus is not None or request.gpu_memory_gib is not None:
         source.append("command-line flags")
     ccs = info.get("compute_capabilities") or []
-    if args.compute_capability:
-        ccs = [args.compute_capability] * gpus
+    if request.compute_capability:
+        ccs = [request.compute_capability] * gpus
     return Hardware(
         gpus_per_node=gpus,
-        nodes=args.nodes,
+        nodes=request.nodes,
         memory_gib=float(memory),
         compute_capabilities=list(ccs),
         names=info.get("names") or [],

@@ -1,6 +1,9 @@
-"""Validation of the planner's inputs, before any arithmetic: command-line numbers, config files (model config.json,
-TRL and Accelerate configs) and the hardware JSON. Every value is checked for type and range with the shared
-``common.values`` helpers; a bad one is a ``PlanInputError`` (exit 2) that names the flag or the key.
+"""The planner's first stage: the command line (``Flags``) becomes one ``PlanRequest`` with validated values and
+loaded inputs (model config.json, TRL and Accelerate configs, the hardware JSON), the trainer resolved and the batch
+and sequence inputs filled from flag > TRL config > default. Nothing after this stage reads a file or a flag.
+
+Every value is checked for type and range with the shared ``common.values`` helpers; a bad one is a
+``PlanInputError`` (exit 2) that names the flag or the key.
 
 Bounds are generous (no real job comes near them) but finite, so no loop, list or product can grow without limit:
 ``--gpus 100000000`` or ``num_processes: 1000000000000`` is refused instead of allocating or enumerating for hours.
@@ -8,14 +11,24 @@ Bounds are generous (no real job comes near them) but finite, so no loop, list o
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 import shlex
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from common.values import InvalidValue, integer, number, short
-from planner.rules import PlanInputError
+from common import simple_yaml
+from common.read import InputError, read_bytes
+from common.values import InvalidValue, NotJson, integer, load_json, number, short
+
+
+class PlanInputError(Exception):
+    """Unusable input (bad file, unknown architecture, impossible hardware): exit code 2, no traceback."""
+
+
+# The TRL trainers the planner knows (the --trainer choices).
+TRAINERS = ("sft", "dpo", "grpo", "rloo", "async-grpo")
 
 MAX_GPUS_PER_NODE = 1024
 MAX_NODES = 10_000
@@ -50,17 +63,62 @@ _FLOAT_FLAGS: Tuple[Tuple[str, str, Optional[float], float, bool], ...] = (
 _SAFE_MODEL_ID = re.compile(r"^[A-Za-z0-9._/:@+=~-]+$")
 
 
-def check_args(args: argparse.Namespace) -> None:
-    """Refuse out-of-range or non-finite command-line numbers (argparse accepts ``1e400``, ``nan``, ``-5``)."""
+@dataclass(frozen=True)
+class Flags:
+    """The parsed command line, one field per flag (defaults as the flags have them)."""
+
+    params: Optional[str] = None
+    model_config: Optional[str] = None
+    model_id: Optional[str] = None
+    model_dtype: Optional[str] = None
+    method: str = "full"
+    lora_rank: int = 16
+    lora_targets: str = "all-linear"
+    optimizer: str = "adamw"
+    bnb_double_quant: bool = False
+    bnb_quant_storage: Optional[str] = None
+    trainer: Optional[str] = None
+    seq_len: Optional[int] = None
+    micro_batch: Optional[int] = None
+    grad_accum: Optional[int] = None
+    gradient_checkpointing: Optional[bool] = None
+    num_generations: Optional[int] = None
+    steps_per_generation: Optional[int] = None
+    full_logits: bool = False
+    beta: Optional[float] = None
+    gpus: Optional[int] = None
+    gpu_memory_gib: Optional[float] = None
+    compute_capability: Optional[str] = None
+    hardware_json: Optional[str] = None
+    nodes: int = 1
+    host_memory_gib: Optional[float] = None
+    headroom: float = 0.10
+    vllm_mode: Optional[str] = None
+    vllm_gpu_memory_utilization: Optional[float] = None
+    vllm_tp: Optional[int] = None
+    max_model_len: Optional[int] = None
+    vllm_concurrency: Optional[int] = None
+    lint_accelerate_config: Optional[str] = None
+    lint_trl_config: Optional[str] = None
+    num_processes: Optional[int] = None
+    vllm_server_gpus: Optional[int] = None
+    yaml_parser: str = "auto"
+    json: bool = False
+    require_fit: bool = False
+    require_lint_clean: bool = False
+
+
+def check_flags(flags: Flags) -> None:
+    """Refuse out-of-range or non-finite command-line numbers (the parser accepts ``1e400``, ``nan``, ``-5``)."""
     for attr, flag, low, high in _INT_FLAGS:
-        value = getattr(args, attr, None)
+        value = getattr(flags, attr)
         if value is not None:
             try:
                 integer(value, flag, low, high)
             except InvalidValue as error:
                 raise PlanInputError(str(error)) from None
     for attr, flag, low, high, exclusive in _FLOAT_FLAGS:
-        value = getattr(args, attr, None)
+        value = getattr(flags, attr)
         if value is not None:
             try:
                 number(value, flag, low, high, exclusive_minimum=exclusive)
@@ -208,3 +266,497 @@ def check_accelerate_config(data: Dict[str, Any], label: str) -> None:
             f"{label}: distributed_type parsed as the boolean {dtype} (YAML 1.1 reads a bare NO/yes as a boolean, "
             "and Accelerate then fails on it); write it quoted: distributed_type: 'NO'"
         )
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Values as config files spell them
+# --------------------------------------------------------------------------------------------------------------
+
+
+def as_int(value: Any) -> Optional[int]:
+    """A whole number up to 10**7 (no setting is larger), else None: 10**12 processes must not be enumerated."""
+    if value is None or isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    if len(text) > 12:
+        return None
+    try:
+        number = int(text)
+    except ValueError:
+        return None
+    return number if abs(number) <= 10_000_000 else None
+
+
+# Spellings read as booleans when a setting arrives as a string (a quoted YAML value, JSON, a CLI override).
+_BOOL_TRUE = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"}
+_BOOL_FALSE = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"}
+
+
+def as_bool(value: Any) -> Optional[bool]:
+    if isinstance(value, bool):
+        return value
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text in _BOOL_TRUE or text == "1":
+        return True
+    if text in _BOOL_FALSE or text == "0":
+        return False
+    return None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Files: YAML / JSON configs, TRL's Accelerate presets, the hardware JSON
+# --------------------------------------------------------------------------------------------------------------
+
+
+def load_yaml_text(text: str, source: str, parser: str = "auto") -> Tuple[Any, str]:
+    """Parse YAML text; return (data, parser used: ``"pyyaml"`` or ``"builtin"``). Raises ``PlanInputError``."""
+    if parser == "pyyaml" and not simple_yaml.pyyaml_available():
+        raise PlanInputError("--yaml-parser pyyaml was asked for, but PyYAML is not installed")
+    try:
+        return simple_yaml.load(text, prefer_pyyaml=parser != "builtin")
+    except simple_yaml.YamlError as exc:
+        where = source if exc.line is None else f"{source}:{exc.line}"
+        used = "PyYAML" if exc.parser == "pyyaml" else "built-in parser"
+        raise PlanInputError(f"{where}: malformed YAML ({used}): {exc.message}") from None
+
+
+CONFIG_LIMIT = 4_000_000  # bytes; a config.json or TRL/Accelerate config is a few kB
+
+
+def load_config_file(path: str, parser: str = "auto") -> Tuple[Dict[str, Any], str]:
+    """Read a YAML or JSON config file into a mapping; return (mapping, parser name).
+
+    The file is read through safe_read (a FIFO, device or directory is refused without blocking; at most
+    CONFIG_LIMIT bytes), JSON strictly and within bounds (no NaN/Infinity, no 5,000-digit integers, no 100k-deep
+    nesting), YAML through simple_yaml (size and alias-expansion budget)."""
+    try:
+        read = read_bytes(path, CONFIG_LIMIT)
+    except InputError as error:
+        raise PlanInputError(f"{path}: {error.reason}") from None
+    if read.truncated:
+        raise PlanInputError(f"{path}: larger than {CONFIG_LIMIT:,} bytes; not a config file")
+    try:
+        text = read.data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise PlanInputError(f"{path}: not UTF-8 text (byte offset {error.start})") from None
+    if Path(path).suffix.lower() == ".json":
+        try:
+            data = load_json(text, path, max_bytes=CONFIG_LIMIT)
+        except NotJson as error:
+            raise PlanInputError(f"{path}: malformed JSON: {str(error).split('is not valid JSON: ', 1)[-1]}") from None
+        except InvalidValue as error:
+            raise PlanInputError(str(error)) from None
+        used = "json"
+    else:
+        data, used = load_yaml_text(text, path, parser)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise PlanInputError(f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}")
+    return data, used
+
+
+# TRL's packaged Accelerate presets (trl/accelerate_configs/*.yaml @ 1.16.0): the values that matter here.
+# Every one of them says num_processes: 8, single_gpu included.
+TRL_PRESETS: Dict[str, Dict[str, Any]] = {
+    "single_gpu": {"distributed_type": "NO", "num_processes": 8, "mixed_precision": "bf16", "num_machines": 1},
+    "multi_gpu": {"distributed_type": "MULTI_GPU", "num_processes": 8, "mixed_precision": "bf16", "num_machines": 1},
+    "fsdp1": {
+        "distributed_type": "FSDP",
+        "num_processes": 8,
+        "mixed_precision": "bf16",
+        "num_machines": 1,
+        "fsdp_config": {"fsdp_version": 1, "fsdp_offload_params": False, "fsdp_activation_checkpointing": False},
+    },
+    "fsdp2": {
+        "distributed_type": "FSDP",
+        "num_processes": 8,
+        "mixed_precision": "bf16",
+        "num_machines": 1,
+        "fsdp_config": {"fsdp_version": 2, "fsdp_offload_params": False, "fsdp_activation_checkpointing": False},
+    },
+    "zero1": {
+        "distributed_type": "DEEPSPEED",
+        "num_processes": 8,
+        "mixed_precision": "bf16",
+        "num_machines": 1,
+        "deepspeed_config": {"zero_stage": 1, "zero3_init_flag": False},
+    },
+    "zero2": {
+        "distributed_type": "DEEPSPEED",
+        "num_processes": 8,
+        "mixed_precision": "bf16",
+        "num_machines": 1,
+        "deepspeed_config": {
+            "zero_stage": 2,
+            "offload_optimizer_device": "none",
+            "offload_param_device": "none",
+            "zero3_init_flag": False,
+        },
+    },
+    "zero3": {
+        "distributed_type": "DEEPSPEED",
+        "num_processes": 8,
+        "mixed_precision": "bf16",
+        "num_machines": 1,
+        "deepspeed_config": {
+            "zero_stage": 3,
+            "offload_optimizer_device": "none",
+            "offload_param_device": "none",
+            "zero3_init_flag": True,
+        },
+    },
+}
+
+
+def resolve_accelerate(
+    accelerate_path: Optional[str], trl_config: Optional[Dict[str, Any]], trl_label: Optional[str], parser: str
+) -> Tuple[Optional[Dict[str, Any]], Optional[str], Optional[str]]:
+    """Load the Accelerate config: a file, or the preset/path a TRL CLI YAML names in ``accelerate_config``."""
+    if accelerate_path:
+        data, used = load_config_file(accelerate_path, parser)
+        if "distributed_type" not in data and "compute_environment" not in data:
+            raise PlanInputError(
+                f"{accelerate_path}: not an Accelerate config (no distributed_type or compute_environment key)"
+            )
+        return data, accelerate_path, used
+    name = (trl_config or {}).get("accelerate_config")
+    if name:
+        if str(name) in TRL_PRESETS:
+            return dict(TRL_PRESETS[str(name)]), f"TRL preset '{name}' (named in {trl_label})", None
+        raise PlanInputError(
+            f"{trl_label}: accelerate_config '{name}' is not a TRL preset ({', '.join(sorted(TRL_PRESETS))}); "
+            "pass the file with --lint-accelerate-config"
+        )
+    return None, None, None
+
+
+HARDWARE_JSON_LIMIT = 16_000_000
+MAX_JSON_GPUS = 4096 * 16
+MAX_GPU_MIB = 2**31
+
+
+def load_hardware_json(path: str) -> Dict[str, Any]:
+    """The visible GPUs from ``check_optional_backends.py --json`` (schema_version 1)."""
+    try:
+        read = read_bytes(path, HARDWARE_JSON_LIMIT)
+    except InputError as error:
+        raise PlanInputError(f"{path}: {error.reason}") from None
+    if read.truncated:
+        raise PlanInputError(f"{path}: larger than {HARDWARE_JSON_LIMIT:,} bytes; not a diagnostic report")
+    try:
+        data = load_json(read.data, path, max_bytes=HARDWARE_JSON_LIMIT)
+    except InvalidValue as error:
+        raise PlanInputError(str(error)) from None
+    if not isinstance(data, dict):
+        raise PlanInputError(f"{path}: expected the JSON object of check_optional_backends.py --json")
+    if data.get("schema_version") != 1:
+        raise PlanInputError(
+            f"{path}: schema_version {data.get('schema_version')!r} is not supported (expected 1, from "
+            "check_optional_backends.py --json)"
+        )
+    gpus = (data.get("accelerators") or {}).get("gpus") if isinstance(data.get("accelerators"), dict) else None
+    if not isinstance(gpus, list):
+        raise PlanInputError(f"{path}: no accelerators.gpus list")
+    if len(gpus) > MAX_JSON_GPUS:
+        raise PlanInputError(f"{path}: accelerators.gpus lists {len(gpus):,} GPUs (more than {MAX_JSON_GPUS})")
+    visible = [g for g in gpus if isinstance(g, dict) and g.get("visible", True)]
+    if not visible:
+        raise PlanInputError(f"{path}: no visible GPU (accelerators.gpus has {len(gpus)} entries, none visible)")
+    memories = []
+    for gpu in visible:
+        mib = gpu.get("memory_total_mib")
+        if not isinstance(mib, (int, float)) or isinstance(mib, bool) or not 0 < mib <= MAX_GPU_MIB:
+            raise PlanInputError(f"{path}: GPU {short(gpu.get('index'))} has no memory_total_mib in (0, 2**31]")
+        memories.append(float(mib))
+    notes = []
+    if len(set(memories)) > 1:
+        notes.append(f"GPUs differ in memory ({sorted(set(memories))} MiB); planning with the smallest")
+    for gpu in visible:
+        free, total = gpu.get("memory_free_mib"), gpu.get("memory_total_mib")
+        if (
+            isinstance(free, (int, float))
+            and not isinstance(free, bool)
+            and 0 <= free <= MAX_GPU_MIB
+            and isinstance(total, (int, float))
+            and total - free > 1024
+        ):
+            notes.append(
+                f"GPU {gpu.get('index')} already has {(total - free) / 1024:.1f} GiB in use by other processes"
+            )
+    return {
+        "count": len(visible),
+        "memory_gib": min(memories) / 1024.0,
+        "compute_capabilities": [
+            cc if isinstance(cc, str) and re.fullmatch(r"\d{1,2}\.\d{1,2}", cc) else None
+            for cc in (g.get("compute_capability") for g in visible)
+        ],
+        "names": [str(g.get("name", "?"))[:120] for g in visible],
+        "notes": notes,
+    }
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The trainer and the TRL config's batch and sequence inputs
+# --------------------------------------------------------------------------------------------------------------
+
+# Fields that only one trainer family's config has (TRL 1.16.0): AsyncGRPOConfig
+# (trl/experimental/async_grpo/async_grpo_config.py) and GRPOConfig/RLOOConfig (trl/trainer/grpo_config.py,
+# rloo_config.py; reward_funcs is their scripts' argument). The lint rules for GRPO and RLOO are the same.
+_ASYNC_GRPO_FIELDS = ("max_staleness", "weight_sync_steps", "max_inflight_tasks")
+_GRPO_FIELDS = (
+    "num_generations",
+    "use_vllm",
+    "vllm_mode",
+    "generation_batch_size",
+    "steps_per_generation",
+    "reward_funcs",
+)
+
+
+def infer_trainer(trl_config: Optional[Dict[str, Any]]) -> Tuple[Optional[str], List[str]]:
+    """The trainer a TRL config belongs to, judged by the trainer-specific fields it sets, and those fields."""
+    if not isinstance(trl_config, dict):
+        return None, []
+    async_keys = [key for key in _ASYNC_GRPO_FIELDS if key in trl_config]
+    if async_keys:
+        return "async-grpo", async_keys
+    grpo_keys = [key for key in _GRPO_FIELDS if key in trl_config]
+    if grpo_keys:
+        return "grpo", grpo_keys
+    return None, []
+
+
+def resolve_trainer(
+    asked: Optional[str], trl_config: Optional[Dict[str, Any]], trl_label: Optional[str]
+) -> Tuple[str, Optional[str]]:
+    """The trainer to plan for (``--trainer``, else inferred from the TRL config, else sft) and, when a TRL config
+    was read and the trainer not given, the sentence saying how it was chosen."""
+    if asked is not None:
+        return asked, None
+    inferred, keys = infer_trainer(trl_config)
+    trainer = inferred or "sft"
+    if trl_config is None:
+        return trainer, None
+    if inferred is None:
+        return trainer, f"no trainer-specific fields in {trl_label}: linted as an SFT config"
+    message = f"trainer inferred as {inferred} from {', '.join(keys)} in {trl_label}"
+    if inferred == "grpo":
+        message += " (RLOO has the same lint rules)"
+    return trainer, message
+
+
+# Plan inputs a TRL config can set (TRL 1.16.0 field names).
+# sft_config.py / dpo_config.py max_length; grpo_config.py / rloo_config.py vllm_max_model_length (prompt +
+# completion); base_config.py gradient_checkpointing (default True); TrainingArguments per_device_train_batch_size
+# and gradient_accumulation_steps.
+TRL_CONFIG_INPUTS: Tuple[Tuple[str, str, str, str, Any, Tuple[str, ...]], ...] = (
+    # (Flags field, flag, config field, kind, default, trainers whose config has the field)
+    ("micro_batch", "--micro-batch", "per_device_train_batch_size", "int", 8, TRAINERS),
+    ("grad_accum", "--grad-accum", "gradient_accumulation_steps", "int", 1, TRAINERS),
+    ("seq_len", "--seq-len", "max_length", "int", 2048, ("sft", "dpo")),
+    ("seq_len", "--seq-len", "vllm_max_model_length", "int", 2048, ("grpo", "rloo")),
+    ("num_generations", "--num-generations", "num_generations", "int", 8, ("grpo", "rloo", "async-grpo")),
+    ("steps_per_generation", "--steps-per-generation", "steps_per_generation", "int", None, ("grpo", "rloo")),
+    ("gradient_checkpointing", "--gradient-checkpointing", "gradient_checkpointing", "bool", True, TRAINERS),
+    ("beta", "--beta", "beta", "float", None, ("grpo", "rloo")),
+)
+
+
+def _config_value(value: Any, kind: str) -> Any:
+    """A TRL config value converted like the flag it stands for; None when it is unusable."""
+    if kind == "bool":
+        return as_bool(value)
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        return None
+    if kind == "float":
+        return number if number == number and abs(number) != float("inf") else None
+    return int(number) if number.is_integer() and number >= 1 else None
+
+
+def trl_config_inputs(
+    flags: Flags, trainer: str, trl_config: Optional[Dict[str, Any]], trl_label: Optional[str]
+) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+    """The batch, sequence and generation inputs: a flag wins over the TRL config, which wins over the default.
+    Returns the values by flag attribute and one record per input the config or a flag set, saying which won."""
+    values: Dict[str, Any] = {}
+    sources: List[Dict[str, Any]] = []
+    done = set()
+    for dest, flag, key, kind, _default, trainers in TRL_CONFIG_INPUTS:
+        if dest in done:
+            continue
+        flag_value = getattr(flags, dest)
+        in_config = trl_config is not None and trainer in trainers and key in trl_config and trl_config[key] is not None
+        config_value = _config_value(trl_config[key], kind) if in_config else None
+        if in_config and config_value is None:
+            raise PlanInputError(f"{trl_label}: {key} {trl_config[key]!r} is not a usable value")
+        if flag_value is not None:
+            values[dest] = flag_value
+            if in_config:
+                done.add(dest)
+                sources.append(
+                    {"input": flag, "value": flag_value, "source": "flag", "overrides": f"{key}: {config_value}"}
+                )
+            continue
+        if in_config:
+            done.add(dest)
+            values[dest] = config_value
+            sources.append({"input": flag, "value": config_value, "source": f"{key} in {trl_label}"})
+    for dest, _flag, _key, _kind, default, _trainers in TRL_CONFIG_INPUTS:
+        if values.get(dest) is None:
+            values[dest] = default
+    return values, sources
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The request
+# --------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What the planner was asked, validated, with its input files loaded. Every later stage reads only this."""
+
+    planning: bool  # a model was given: plan memory and the GPU split
+    linting: bool  # a config was given: run the lint
+    # model
+    params: Optional[str]  # --params text (finite, bounded; the model stage parses it)
+    model_config: Optional[Dict[str, Any]]  # the loaded config.json
+    model_config_path: Optional[str]
+    model_id: Optional[str]  # shell-safe, for the command templates
+    model_dtype: Optional[str]  # as asked; None lets the method choose
+    # method
+    method: str
+    lora_rank: int
+    lora_targets: str
+    optimizer: str
+    bnb_double_quant: bool
+    bnb_quant_storage: Optional[str]
+    # trainer and batch, resolved (flag > TRL config > default)
+    trainer: str
+    trainer_note: Optional[str]  # how the trainer was chosen, when a TRL config was read without --trainer
+    seq_len: int
+    micro_batch: int
+    grad_accum: int
+    gradient_checkpointing: bool
+    num_generations: int
+    steps_per_generation: Optional[int]
+    full_logits: bool
+    beta: Optional[float]
+    input_sources: Tuple[Dict[str, Any], ...]  # which of flag / TRL config set an input
+    # hardware
+    gpus: Optional[int]
+    gpu_memory_gib: Optional[float]
+    compute_capability: Optional[str]
+    hardware_json_path: Optional[str]
+    hardware_info: Optional[Dict[str, Any]]  # the visible GPUs read from --hardware-json
+    nodes: int
+    host_memory_gib: Optional[float]
+    headroom: float
+    # vLLM generation
+    vllm_mode: Optional[str]
+    vllm_gpu_memory_utilization: Optional[float]
+    vllm_tp: Optional[int]
+    max_model_len: Optional[int]
+    vllm_concurrency: Optional[int]
+    # lint
+    trl_config: Optional[Dict[str, Any]]
+    trl_label: Optional[str]
+    accelerate: Optional[Dict[str, Any]]  # the Accelerate config file, or the TRL preset the TRL config names
+    accelerate_label: Optional[str]
+    yaml_parsers: Tuple[str, ...]
+    num_processes: Optional[int]
+    vllm_server_gpus: Optional[int]
+    # output
+    json: bool
+    require_fit: bool
+    require_lint_clean: bool
+
+
+def load_request(flags: Flags) -> PlanRequest:
+    """Validate the flags and load every input file; raises ``PlanInputError`` naming the flag, file or key."""
+    check_flags(flags)
+    check_params_text(flags.params)
+    planning = flags.params is not None or flags.model_config is not None
+    linting = bool(flags.lint_accelerate_config or flags.lint_trl_config)
+    if not planning and not linting:
+        raise PlanInputError("nothing to do: give --params or --model-config, and/or a config to lint")
+    yaml_parsers: List[str] = []
+    trl_config = None
+    if flags.lint_trl_config:
+        trl_config, used = load_config_file(flags.lint_trl_config, flags.yaml_parser)
+        check_trl_config(trl_config, flags.lint_trl_config)
+        yaml_parsers.append(used)
+    trainer, trainer_note = resolve_trainer(flags.trainer, trl_config, flags.lint_trl_config)
+    batch, sources = trl_config_inputs(flags, trainer, trl_config, flags.lint_trl_config)
+    model_config = None
+    if flags.model_config:
+        model_config, _used = load_config_file(flags.model_config, flags.yaml_parser)
+        check_model_config(model_config, flags.model_config)
+    hardware_info = load_hardware_json(flags.hardware_json) if flags.hardware_json else None
+    accelerate, accelerate_label = None, None
+    if linting:
+        accelerate, accelerate_label, used = resolve_accelerate(
+            flags.lint_accelerate_config, trl_config, flags.lint_trl_config, flags.yaml_parser
+        )
+        if used:
+            yaml_parsers.append(used)
+        if isinstance(accelerate, dict):
+            check_accelerate_config(accelerate, accelerate_label or "the Accelerate config")
+        if flags.vllm_server_gpus is not None and flags.vllm_server_gpus < 0:
+            raise PlanInputError("--vllm-server-gpus must not be negative")
+    return PlanRequest(
+        planning=planning,
+        linting=linting,
+        params=flags.params,
+        model_config=model_config,
+        model_config_path=flags.model_config,
+        model_id=shell_safe(flags.model_id),
+        model_dtype=flags.model_dtype,
+        method=flags.method,
+        lora_rank=flags.lora_rank,
+        lora_targets=flags.lora_targets,
+        optimizer=flags.optimizer,
+        bnb_double_quant=flags.bnb_double_quant,
+        bnb_quant_storage=flags.bnb_quant_storage,
+        trainer=trainer,
+        trainer_note=trainer_note,
+        seq_len=batch["seq_len"],
+        micro_batch=batch["micro_batch"],
+        grad_accum=batch["grad_accum"],
+        gradient_checkpointing=batch["gradient_checkpointing"],
+        num_generations=batch["num_generations"],
+        steps_per_generation=batch["steps_per_generation"],
+        full_logits=flags.full_logits,
+        beta=batch["beta"],
+        input_sources=tuple(sources),
+        gpus=flags.gpus,
+        gpu_memory_gib=flags.gpu_memory_gib,
+        compute_capability=flags.compute_capability,
+        hardware_json_path=flags.hardware_json,
+        hardware_info=hardware_info,
+        nodes=flags.nodes,
+        host_memory_gib=flags.host_memory_gib,
+        headroom=flags.headroom,
+        vllm_mode=flags.vllm_mode,
+        vllm_gpu_memory_utilization=flags.vllm_gpu_memory_utilization,
+        vllm_tp=flags.vllm_tp,
+        max_model_len=flags.max_model_len,
+        vllm_concurrency=flags.vllm_concurrency,
+        trl_config=trl_config,
+        trl_label=flags.lint_trl_config,
+        accelerate=accelerate,
+        accelerate_label=accelerate_label,
+        yaml_parsers=tuple(yaml_parsers),
+        num_processes=flags.num_processes,
+        vllm_server_gpus=flags.vllm_server_gpus,
+        json=flags.json,
+        require_fit=flags.require_fit,
+        require_lint_clean=flags.require_lint_clean,
+    )

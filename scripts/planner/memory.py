@@ -116,7 +116,6 @@ LM_HEAD_VOCAB_TILE = 32768  # trl/trainer/utils.py _CHUNKED_LOGPROB_CHUNK_SIZE @
 
 DS_BUFFER_FACTOR = 1.5  # additional_buffer_factor default of the DeepSpeed estimators
 
-TRAINERS = ("sft", "dpo", "grpo", "rloo", "async-grpo")
 
 GENERATING = ("grpo", "rloo", "async-grpo")
 

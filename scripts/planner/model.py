@@ -19,7 +19,7 @@ _HERE = Path(__file__).resolve().parent.parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-from planner.rules import PlanInputError  # noqa: E402
+from planner.inputs import PlanInputError  # noqa: E402
 
 # ==============================================================================================================
 # Model architecture

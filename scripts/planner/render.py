@@ -10,6 +10,7 @@ import sys
 sys.dont_write_bytecode = True  # importing the siblings must not leave __pycache__ in scripts/
 
 import json  # noqa: E402
+import re  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
@@ -17,10 +18,15 @@ _HERE = Path(__file__).resolve().parent.parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-from planner import rules as plan_rules  # noqa: E402
+from common.output import WIDTH, fit_width  # noqa: E402
 from planner.assemble import ESCALATION, Plan  # noqa: E402
 from planner.hardware import GIB  # noqa: E402
+from planner.inputs import PlanRequest  # noqa: E402
 from planner.memory import HOST_BAND, Estimate  # noqa: E402
+from planner.rules import Finding  # noqa: E402
+from planner.templates import Commands  # noqa: E402
+
+SCHEMA_VERSION = 1
 
 # ==============================================================================================================
 # Rendering
@@ -69,7 +75,7 @@ def candidate_dict(c: Estimate) -> Dict[str, Any]:
     }
 
 
-def plan_dict(plan: Plan) -> Dict[str, Any]:
+def plan_dict(plan: Plan, commands: Commands) -> Dict[str, Any]:
     f = plan.facts
     return {
         "model": {
@@ -139,9 +145,9 @@ def plan_dict(plan: Plan) -> Dict[str, Any]:
         "escalation_order": [key for key, _, _ in ESCALATION],
         "fits": plan.fits,
         "batch": plan.geometry.as_dict() if plan.geometry else None,
-        "commands": plan.commands,
+        "commands": commands.commands,
         "commands_are_templates": "run only with the user's explicit approval",
-        "config_fields": plan.config_fields,
+        "config_fields": commands.config_fields,
         "notes": plan.notes,
     }
 
@@ -153,7 +159,7 @@ def _source_text(item: Dict[str, Any]) -> str:
 
 
 def render_text(
-    plan: Optional[Plan], findings: List[plan_rules.Finding], lint_ran: bool, yaml_parsers: List[str]
+    plan: Optional[Plan], commands: Commands, findings: List[Finding], lint_ran: bool, yaml_parsers: List[str]
 ) -> str:
     out: List[str] = []
     if plan is not None:
@@ -240,12 +246,12 @@ def render_text(
                 else (f"NOT divisible; set steps_per_generation {gm.suggestion} (or change the per-device batch)")
             )
             out.append(line)
-        if plan.commands:
+        if commands.commands:
             out.append("commands (TEMPLATES: show them; run only with the user's explicit approval):")
-            for cmd in plan.commands:
+            for cmd in commands.commands:
                 out.append(f"  # {cmd['role']}: {cmd['note']}")
                 out.append(f"  {cmd['command']}")
-            out.append("config fields: " + json.dumps(plan.config_fields))
+            out.append("config fields: " + json.dumps(commands.config_fields))
         for note in plan.notes:
             out.append(f"note: {note}")
         out.append(
@@ -274,3 +280,83 @@ def _candidate_line(c: Estimate) -> str:
         f"  [{mark}] {c.method:5} {c.label:38} {_gib(c.states_bytes):>6} + {_gib(c.approx_bytes):>5} = "
         f"{_gib(c.total_bytes):>6} GiB ±{c.band * 100:.0f}% of approx, <= {_gib(c.upper_bytes)}  ({c.formula}{host})"
     )
+
+
+def result_dict(
+    request: PlanRequest, plan: Optional[Plan], commands: Commands, findings: List[Finding]
+) -> Dict[str, Any]:
+    """The --json document (without its exit code)."""
+    result: Dict[str, Any] = {"schema_version": SCHEMA_VERSION, "tool": "plan_training.py"}
+    if plan is not None:
+        result.update(plan_dict(plan, commands))
+    result["lint"] = {
+        "ran": request.linting,
+        "yaml_parser": sorted(set(request.yaml_parsers)) or None,
+        "findings": [finding.as_dict() for finding in findings],
+    }
+    return result
+
+
+def error_dict(message: str) -> Dict[str, Any]:
+    """The --json document of an input error (exit code 2)."""
+    return {"schema_version": SCHEMA_VERSION, "tool": "plan_training.py", "error": message, "exit_code": 2}
+
+
+def fit_plan_text(text: str, width: int = WIDTH) -> str:
+    """Wrap to ``width`` columns; a shell command keeps working when copied (continued with `` \\``), and a long
+    comment line continues as a comment."""
+    out: List[str] = []
+    for line in text.split("\n"):
+        stripped = line.lstrip(" ")
+        indent = line[: len(line) - len(stripped)]
+        if len(line) <= width:
+            out.append(line)
+        elif stripped.startswith("#"):
+            out.extend(fit_width(line, width).replace("\n" + indent + "    ", "\n" + indent + "#   ").split("\n"))
+        elif re.match(r"^[A-Z_]+=|^(vllm|accelerate|trl|python3?|torchrun|CUDA_VISIBLE_DEVICES) ", stripped):
+            out.extend(_wrap_command(line, indent, width))
+        else:
+            out.extend(fit_width(line, width).split("\n"))
+    return "\n".join(out)
+
+
+def _wrap_command(line: str, indent: str, width: int) -> List[str]:
+    """Break a command between words (never inside quotes), ending each continued line with a backslash."""
+    words = re.findall(r"""(?:[^\s'"]+|'[^']*'|"[^"]*")+""", line.strip())
+    lines: List[str] = []
+    current = indent
+    for word in words:
+        candidate = word if current.strip() == "" else current + " " + word
+        if current.strip() and len(candidate) + 2 > width:
+            lines.append(current + " \\")
+            current = indent + "    " + word
+        else:
+            current = candidate if current.strip() else indent + word
+    lines.append(current)
+    return lines
+
+
+def verdict_block(result: Dict[str, Any], request: PlanRequest) -> str:
+    """The last lines, always in this order: the plan's verdict, the lint's named errors, the --require results."""
+    lines: List[str] = []
+    if "fits" in result:
+        recommendation = result.get("recommendation") or {}
+        if result.get("fits") and isinstance(recommendation, dict):
+            detail = f"{recommendation.get('label')} ({recommendation.get('method')})"
+            if isinstance(recommendation.get("per_gpu_gib"), (int, float)):
+                detail += f", {recommendation['per_gpu_gib']:.1f} GiB per GPU"
+            lines.append(f"Verdict: fits: {detail}")
+        else:
+            lines.append("Verdict: does not fit (see the candidates and the smallest changes above)")
+    lint = result.get("lint") or {}
+    if lint.get("ran"):
+        errors = [f["id"] for f in lint.get("findings") or [] if f.get("severity") == "error"]
+        warnings = [f["id"] for f in lint.get("findings") or [] if f.get("severity") == "warning"]
+        lines.append(f"Lint: errors: {', '.join(dict.fromkeys(errors)) or 'none'}")
+        lines.append(f"  warnings: {', '.join(dict.fromkeys(warnings)) or 'none'}")
+    if request.require_fit and "fits" in result:
+        lines.append(f"Require fit: {'met' if result.get('fits') else 'FAILED (no candidate fits)'}")
+    if request.require_lint_clean and lint.get("ran"):
+        failed = any(f.get("severity") == "error" for f in lint.get("findings") or [])
+        lines.append(f"Require lint clean: {'FAILED (lint errors above)' if failed else 'met'}")
+    return fit_width("\n".join(lines)) + "\n" if lines else ""

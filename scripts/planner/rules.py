@@ -1,8 +1,8 @@
-"""Config loading and launch-config lint rules for ``plan_training.py`` (a sibling module, not a command).
+"""Launch-config lint rules for ``plan_training.py``: a judge stage that reads the configs the request loaded
+(planner.inputs reads the files) and the plan's split.
 
-Standard library only. YAML is read by the sibling module ``common.simple_yaml`` (PyYAML when it is importable, else its
-built-in reader for the YAML subset Accelerate and TRL configs use). Every rule is one function that returns
-``Finding`` objects; each finding names the exact setting to change and the upstream file it comes from.
+Standard library only. Every rule is one function that returns ``Finding`` objects; each finding names the exact
+setting to change and the upstream file it comes from.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ _HERE = Path(__file__).resolve().parent.parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-from common import simple_yaml  # noqa: E402
-from common.read import InputError, read_bytes  # noqa: E402
-from common.values import InvalidValue, NotJson, load_json  # noqa: E402
+from planner.assemble import Plan  # noqa: E402
+from planner.hardware import Hardware, cc_value  # noqa: E402
+from planner.inputs import PlanRequest, as_bool, as_int  # noqa: E402
 
 TRL = "1.16.0"
 ACCELERATE = "1.15.0"
@@ -27,117 +27,6 @@ TRANSFORMERS = "5.24.0"
 VLLM = "0.31.0"
 
 
-class PlanInputError(Exception):
-    """Unusable input (bad file, unknown architecture, impossible hardware): exit code 2, no traceback."""
-
-
-# --------------------------------------------------------------------------------------------------------------
-# YAML / JSON loading
-# --------------------------------------------------------------------------------------------------------------
-
-
-def load_yaml_text(text: str, source: str, parser: str = "auto") -> Tuple[Any, str]:
-    """Parse YAML text; return (data, parser used: ``"pyyaml"`` or ``"builtin"``). Raises ``PlanInputError``."""
-    if parser == "pyyaml" and not simple_yaml.pyyaml_available():
-        raise PlanInputError("--yaml-parser pyyaml was asked for, but PyYAML is not installed")
-    try:
-        return simple_yaml.load(text, prefer_pyyaml=parser != "builtin")
-    except simple_yaml.YamlError as exc:
-        where = source if exc.line is None else f"{source}:{exc.line}"
-        used = "PyYAML" if exc.parser == "pyyaml" else "built-in parser"
-        raise PlanInputError(f"{where}: malformed YAML ({used}): {exc.message}") from None
-
-
-CONFIG_LIMIT = 4_000_000  # bytes; a config.json or TRL/Accelerate config is a few kB
-
-
-def load_config_file(path: str, parser: str = "auto") -> Tuple[Dict[str, Any], str]:
-    """Read a YAML or JSON config file into a mapping; return (mapping, parser name).
-
-    The file is read through safe_read (a FIFO, device or directory is refused without blocking; at most
-    CONFIG_LIMIT bytes), JSON strictly and within bounds (no NaN/Infinity, no 5,000-digit integers, no 100k-deep
-    nesting), YAML through simple_yaml (size and alias-expansion budget)."""
-    try:
-        read = read_bytes(path, CONFIG_LIMIT)
-    except InputError as error:
-        raise PlanInputError(f"{path}: {error.reason}") from None
-    if read.truncated:
-        raise PlanInputError(f"{path}: larger than {CONFIG_LIMIT:,} bytes; not a config file")
-    try:
-        text = read.data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise PlanInputError(f"{path}: not UTF-8 text (byte offset {error.start})") from None
-    if Path(path).suffix.lower() == ".json":
-        try:
-            data = load_json(text, path, max_bytes=CONFIG_LIMIT)
-        except NotJson as error:
-            raise PlanInputError(f"{path}: malformed JSON: {str(error).split('is not valid JSON: ', 1)[-1]}") from None
-        except InvalidValue as error:
-            raise PlanInputError(str(error)) from None
-        used = "json"
-    else:
-        data, used = load_yaml_text(text, path, parser)
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise PlanInputError(f"{path}: expected a mapping of settings at the top level, got {type(data).__name__}")
-    return data, used
-
-
-# --------------------------------------------------------------------------------------------------------------
-# TRL's packaged Accelerate presets (trl/accelerate_configs/*.yaml @ 1.16.0): the values that matter here.
-# Every one of them says num_processes: 8, single_gpu included.
-# --------------------------------------------------------------------------------------------------------------
-
-TRL_PRESETS: Dict[str, Dict[str, Any]] = {
-    "single_gpu": {"distributed_type": "NO", "num_processes": 8, "mixed_precision": "bf16", "num_machines": 1},
-    "multi_gpu": {"distributed_type": "MULTI_GPU", "num_processes": 8, "mixed_precision": "bf16", "num_machines": 1},
-    "fsdp1": {
-        "distributed_type": "FSDP",
-        "num_processes": 8,
-        "mixed_precision": "bf16",
-        "num_machines": 1,
-        "fsdp_config": {"fsdp_version": 1, "fsdp_offload_params": False, "fsdp_activation_checkpointing": False},
-    },
-    "fsdp2": {
-        "distributed_type": "FSDP",
-        "num_processes": 8,
-        "mixed_precision": "bf16",
-        "num_machines": 1,
-        "fsdp_config": {"fsdp_version": 2, "fsdp_offload_params": False, "fsdp_activation_checkpointing": False},
-    },
-    "zero1": {
-        "distributed_type": "DEEPSPEED",
-        "num_processes": 8,
-        "mixed_precision": "bf16",
-        "num_machines": 1,
-        "deepspeed_config": {"zero_stage": 1, "zero3_init_flag": False},
-    },
-    "zero2": {
-        "distributed_type": "DEEPSPEED",
-        "num_processes": 8,
-        "mixed_precision": "bf16",
-        "num_machines": 1,
-        "deepspeed_config": {
-            "zero_stage": 2,
-            "offload_optimizer_device": "none",
-            "offload_param_device": "none",
-            "zero3_init_flag": False,
-        },
-    },
-    "zero3": {
-        "distributed_type": "DEEPSPEED",
-        "num_processes": 8,
-        "mixed_precision": "bf16",
-        "num_machines": 1,
-        "deepspeed_config": {
-            "zero_stage": 3,
-            "offload_optimizer_device": "none",
-            "offload_param_device": "none",
-            "zero3_init_flag": True,
-        },
-    },
-}
 PRESET_SOURCE = f"trl/accelerate_configs/*.yaml@{TRL}"
 
 
@@ -207,22 +96,22 @@ class LintContext:
         if self.distributed_type != "DEEPSPEED":
             return None
         stage = self.acc_nested("deepspeed_config", "zero_stage")
-        return _as_int(stage)
+        return as_int(stage)
 
     @property
     def fsdp_version(self) -> Optional[int]:
         if self.distributed_type != "FSDP":
             return None
-        return _as_int(self.acc_nested("fsdp_config", "fsdp_version", 1))
+        return as_int(self.acc_nested("fsdp_config", "fsdp_version", 1))
 
     def num_processes(self) -> Tuple[Optional[int], str]:
         """The process count the launch will use and where it comes from (CLI flag > TRL YAML > Accelerate file)."""
         if self.launch_num_processes is not None:
             return self.launch_num_processes, "--num_processes on the command line"
         if self.trl_has("num_processes"):
-            return _as_int(self.trl_get("num_processes")), f"num_processes in {self.trl_label}"
+            return as_int(self.trl_get("num_processes")), f"num_processes in {self.trl_label}"
         if self.accelerate is not None and self.acc_get("num_processes") is not None:
-            return _as_int(self.acc_get("num_processes")), f"num_processes in {self.accelerate_label}"
+            return as_int(self.acc_get("num_processes")), f"num_processes in {self.accelerate_label}"
         return None, ""
 
     def world_size(self) -> Optional[int]:
@@ -235,7 +124,7 @@ class LintContext:
     @property
     def use_vllm(self) -> bool:
         if self.trl is not None and "use_vllm" in self.trl:
-            return bool(_as_bool(self.trl_get("use_vllm")))
+            return bool(as_bool(self.trl_get("use_vllm")))
         return self.vllm_mode_cli in ("server", "colocate")
 
     @property
@@ -254,13 +143,13 @@ class LintContext:
         where = ""
         trl_pc = self.trl_get("parallelism_config")
         if isinstance(trl_pc, dict):
-            cp = _as_int(trl_pc.get("cp_size", trl_pc.get("parallelism_config_cp_size", 1))) or 1
-            sp = _as_int(trl_pc.get("sp_size", trl_pc.get("parallelism_config_sp_size", 1))) or 1
+            cp = as_int(trl_pc.get("cp_size", trl_pc.get("parallelism_config_cp_size", 1))) or 1
+            sp = as_int(trl_pc.get("sp_size", trl_pc.get("parallelism_config_sp_size", 1))) or 1
             where = f"parallelism_config in {self.trl_label}"
         acc_pc = self.acc_get("parallelism_config")
         if isinstance(acc_pc, dict):
-            acc_cp = _as_int(acc_pc.get("parallelism_config_cp_size", 1)) or 1
-            acc_sp = _as_int(acc_pc.get("parallelism_config_sp_size", 1)) or 1
+            acc_cp = as_int(acc_pc.get("parallelism_config_cp_size", 1)) or 1
+            acc_sp = as_int(acc_pc.get("parallelism_config_sp_size", 1)) or 1
             if acc_cp > 1 or acc_sp > 1:
                 cp, sp = max(cp, acc_cp), max(sp, acc_sp)
                 where = f"parallelism_config in {self.accelerate_label}"
@@ -270,16 +159,16 @@ class LintContext:
         """Effective activation checkpointing: transformers 5.x reads activation_checkpointing, else its alias."""
         for key in ("activation_checkpointing", "gradient_checkpointing"):
             if self.trl_has(key):
-                return bool(_as_bool(self.trl_get(key))), f"{key} in {self.trl_label}"
+                return bool(as_bool(self.trl_get(key))), f"{key} in {self.trl_label}"
         return True, "TRL's default gradient_checkpointing=True (trl/trainer/base_config.py)"
 
     def bf16_sources(self) -> List[str]:
         found = []
         if self.trl is not None:
             if self.trl_has("bf16"):
-                if _as_bool(self.trl_get("bf16")):
+                if as_bool(self.trl_get("bf16")):
                     found.append(f"bf16: true in {self.trl_label}")
-            elif not _as_bool(self.trl_get("fp16", False)):
+            elif not as_bool(self.trl_get("fp16", False)):
                 found.append(f"bf16 (TRL defaults it to True when fp16 is unset) in {self.trl_label}")
         if str(self.acc_get("mixed_precision", "")).lower() == "bf16":
             found.append(f"mixed_precision: bf16 in {self.accelerate_label}")
@@ -290,18 +179,18 @@ class LintContext:
         out: Dict[str, Any] = {"load_in_4bit": False, "load_in_8bit": False, "quant_storage": None, "where": ""}
         if self.trl is None:
             return out
-        if _as_bool(self.trl_get("load_in_4bit", False)):
+        if as_bool(self.trl_get("load_in_4bit", False)):
             out.update(load_in_4bit=True, where=f"load_in_4bit in {self.trl_label}")
-        if _as_bool(self.trl_get("load_in_8bit", False)):
+        if as_bool(self.trl_get("load_in_8bit", False)):
             out.update(load_in_8bit=True, where=f"load_in_8bit in {self.trl_label}")
         out["quant_storage"] = self.trl_get("bnb_4bit_quant_storage")
         kwargs = self.trl_get("model_init_kwargs")
         if isinstance(kwargs, dict) and isinstance(kwargs.get("quantization_config"), dict):
             qc = kwargs["quantization_config"]
             where = f"model_init_kwargs.quantization_config in {self.trl_label}"
-            if _as_bool(qc.get("load_in_4bit", False)):
+            if as_bool(qc.get("load_in_4bit", False)):
                 out.update(load_in_4bit=True, where=where)
-            if _as_bool(qc.get("load_in_8bit", False)):
+            if as_bool(qc.get("load_in_8bit", False)):
                 out.update(load_in_8bit=True, where=where)
             if qc.get("bnb_4bit_quant_storage") is not None:
                 out["quant_storage"] = qc.get("bnb_4bit_quant_storage")
@@ -313,48 +202,6 @@ class LintContext:
         kwargs = self.trl_get("model_init_kwargs")
         if isinstance(kwargs, dict) and kwargs.get("dtype") is not None:
             return str(kwargs["dtype"])
-        return None
-
-
-def _as_int(value: Any) -> Optional[int]:
-    """A whole number up to 10**7 (no setting is larger), else None: 10**12 processes must not be enumerated."""
-    if value is None or isinstance(value, bool):
-        return None
-    text = str(value).strip()
-    if len(text) > 12:
-        return None
-    try:
-        number = int(text)
-    except ValueError:
-        return None
-    return number if abs(number) <= 10_000_000 else None
-
-
-# Spellings read as booleans when a setting arrives as a string (a quoted YAML value, JSON, a CLI override).
-_BOOL_TRUE = {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y"}
-_BOOL_FALSE = {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N"}
-
-
-def _as_bool(value: Any) -> Optional[bool]:
-    if isinstance(value, bool):
-        return value
-    if value is None:
-        return None
-    text = str(value).strip()
-    if text in _BOOL_TRUE or text == "1":
-        return True
-    if text in _BOOL_FALSE or text == "0":
-        return False
-    return None
-
-
-def _cc_value(cc: Optional[str]) -> Optional[float]:
-    if cc is None:
-        return None
-    try:
-        major, _, minor = str(cc).partition(".")
-        return int(major) + int(minor or 0) / 10.0
-    except ValueError:
         return None
 
 
@@ -432,7 +279,7 @@ def rule_colocate_tp(ctx: LintContext) -> List[Finding]:
     """Colocate mode: ``vllm_tensor_parallel_size`` must divide the number of training processes."""
     if ctx.trainer not in ("grpo", "rloo") or ctx.vllm_mode != "colocate":
         return []
-    tp = _as_int(ctx.trl_get("vllm_tensor_parallel_size", 1)) or 1
+    tp = as_int(ctx.trl_get("vllm_tensor_parallel_size", 1)) or 1
     world = ctx.world_size()
     if world is None:
         world = ctx.gpus_per_node * ctx.nodes if ctx.gpus_per_node else None
@@ -465,11 +312,11 @@ def rule_generation_batch(ctx: LintContext) -> List[Finding]:
         world = (ctx.gpus_per_node * ctx.nodes - ctx.server_gpus) if ctx.gpus_per_node else None
     if world is None or world < 1:
         return []
-    per_device = _as_int(ctx.trl_get("per_device_train_batch_size", 8)) or 8
-    grad_acc = _as_int(ctx.trl_get("gradient_accumulation_steps", 1)) or 1
-    num_generations = _as_int(ctx.trl_get("num_generations", 8)) or 8
-    gen_batch = _as_int(ctx.trl_get("generation_batch_size"))
-    steps = _as_int(ctx.trl_get("steps_per_generation"))
+    per_device = as_int(ctx.trl_get("per_device_train_batch_size", 8)) or 8
+    grad_acc = as_int(ctx.trl_get("gradient_accumulation_steps", 1)) or 1
+    num_generations = as_int(ctx.trl_get("num_generations", 8)) or 8
+    gen_batch = as_int(ctx.trl_get("generation_batch_size"))
+    steps = as_int(ctx.trl_get("steps_per_generation"))
     global_batch = per_device * world
     findings: List[Finding] = []
     if gen_batch is not None and steps is not None:
@@ -533,7 +380,7 @@ def rule_generation_batch(ctx: LintContext) -> List[Finding]:
 
 def rule_bf16_compute_capability(ctx: LintContext) -> List[Finding]:
     """bf16 needs compute capability 8.0+ (Ampere); TRL turns bf16 on by default."""
-    ccs = [(cc, _cc_value(cc)) for cc in ctx.compute_capabilities]
+    ccs = [(cc, cc_value(cc)) for cc in ctx.compute_capabilities]
     low = [cc for cc, value in ccs if value is not None and value < 8.0]
     if not low:
         return []
@@ -626,7 +473,7 @@ def rule_double_activation_checkpointing(ctx: LintContext) -> List[Finding]:
     """FSDP activation checkpointing and the trainer's gradient checkpointing cannot both be on."""
     if ctx.distributed_type != "FSDP":
         return []
-    if not _as_bool(ctx.acc_nested("fsdp_config", "fsdp_activation_checkpointing", False)):
+    if not as_bool(ctx.acc_nested("fsdp_config", "fsdp_activation_checkpointing", False)):
         return []
     enabled, where = ctx.gradient_checkpointing()
     if not enabled:
@@ -676,7 +523,7 @@ def rule_packing_context_parallel(ctx: LintContext) -> List[Finding]:
     if ctx.trainer != "sft":
         return []
     cp, _sp, where = ctx.parallelism_sizes()
-    packing = _as_bool(ctx.trl_get("packing", False)) or _as_bool(ctx.trl_get("eval_packing", False))
+    packing = as_bool(ctx.trl_get("packing", False)) or as_bool(ctx.trl_get("eval_packing", False))
     if cp <= 1 or not packing:
         return []
     return [
@@ -727,7 +574,7 @@ def rule_async_grpo_deepspeed(ctx: LintContext) -> List[Finding]:
 
 def rule_liger_deprecated(ctx: LintContext) -> List[Finding]:
     """``use_liger_kernel`` is deprecated (and unsupported in AsyncGRPO)."""
-    if not _as_bool(ctx.trl_get("use_liger_kernel", False)):
+    if not as_bool(ctx.trl_get("use_liger_kernel", False)):
         return []
     fix = 'use_liger_kernel: false and model_init_kwargs: {"use_kernels": true} (needs transformers>=5.4.0)'
     if ctx.trainer == "async-grpo":
@@ -833,23 +680,52 @@ def run_lint(ctx: LintContext) -> List[Finding]:
     return sorted(findings, key=lambda finding: order.get(finding.severity, 3))
 
 
-def resolve_accelerate(
-    accelerate_path: Optional[str], trl_config: Optional[Dict[str, Any]], trl_label: Optional[str], parser: str
-) -> Tuple[Optional[Dict[str, Any]], Optional[str], Optional[str]]:
-    """Load the Accelerate config: a file, or the preset/path a TRL CLI YAML names in ``accelerate_config``."""
-    if accelerate_path:
-        data, used = load_config_file(accelerate_path, parser)
-        if "distributed_type" not in data and "compute_environment" not in data:
-            raise PlanInputError(
-                f"{accelerate_path}: not an Accelerate config (no distributed_type or compute_environment key)"
-            )
-        return data, accelerate_path, used
-    name = (trl_config or {}).get("accelerate_config")
-    if name:
-        if str(name) in TRL_PRESETS:
-            return dict(TRL_PRESETS[str(name)]), f"TRL preset '{name}' (named in {trl_label})", None
-        raise PlanInputError(
-            f"{trl_label}: accelerate_config '{name}' is not a TRL preset ({', '.join(sorted(TRL_PRESETS))}); "
-            "pass the file with --lint-accelerate-config"
-        )
-    return None, None, None
+def trainer_finding(request: PlanRequest) -> Optional[Finding]:
+    """An info finding saying how the trainer was chosen, when the TRL config chose it."""
+    if request.trainer_note is None:
+        return None
+    return Finding(
+        id="trainer-inferred",
+        severity="info",
+        message=request.trainer_note,
+        fix="pass --trainer to choose it explicitly",
+        source=f"trl/trainer/grpo_config.py@{TRL}, trl/experimental/async_grpo/async_grpo_config.py@{TRL}",
+    )
+
+
+def server_gpus_for_lint(request: PlanRequest, plan: Optional[Plan]) -> Tuple[int, str]:
+    """GPUs per machine the launch leaves to a vLLM server: the flag, else what the plan's split reserves."""
+    server_gpus, reason = 0, ""
+    if request.vllm_server_gpus is not None:
+        return request.vllm_server_gpus, "--vllm-server-gpus"
+    if plan is None:
+        return server_gpus, reason
+    if plan.vllm_mode == "server" and plan.split.server_gpus:
+        server_gpus, reason = len(plan.split.server_gpus), "the plan's server split"
+    if plan.split.layout.startswith("node 0 runs"):
+        server_gpus, reason = plan.hardware.gpus_per_node, "the plan dedicates node 0 to the server"
+    return server_gpus, reason
+
+
+def lint(request: PlanRequest, plan: Optional[Plan], hardware: Optional[Hardware]) -> List[Finding]:
+    """Every rule over the request's configs and the plan's split; how the trainer was chosen comes first."""
+    server_gpus, reason = server_gpus_for_lint(request, plan)
+    ctx = LintContext(
+        trainer=request.trainer,
+        accelerate=request.accelerate,
+        accelerate_label=request.accelerate_label,
+        trl=request.trl_config,
+        trl_label=request.trl_label,
+        launch_num_processes=request.num_processes,
+        gpus_per_node=hardware.gpus_per_node if hardware else None,
+        nodes=hardware.nodes if hardware else request.nodes,
+        server_gpus=server_gpus,
+        server_gpus_reason=reason,
+        compute_capabilities=hardware.compute_capabilities if hardware else [],
+        vllm_mode_cli=request.vllm_mode,
+    )
+    findings = run_lint(ctx)
+    note = trainer_finding(request)
+    if note:
+        findings.insert(0, note)
+    return findings

@@ -9,7 +9,6 @@ import sys
 
 sys.dont_write_bytecode = True  # importing the siblings must not leave __pycache__ in scripts/
 
-import argparse  # noqa: E402
 import math  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -20,9 +19,9 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 from planner.hardware import GIB, Hardware  # noqa: E402
+from planner.inputs import PlanInputError, PlanRequest  # noqa: E402
 from planner.memory import DTYPE_BYTES, NF4_BYTES, QUANT_STATE_BYTES, QUANT_STATE_DOUBLE_BYTES, Setup  # noqa: E402
 from planner.model import ModelFacts, kv_bytes_per_token  # noqa: E402
-from planner.rules import PlanInputError  # noqa: E402
 
 VLLM_OVERHEAD_GIB = 2.0
 
@@ -142,39 +141,39 @@ def served_dtype_bytes(trainer: str, model_dtype: str) -> int:
     return DTYPE_BYTES[model_dtype] if trainer == "async-grpo" else 2
 
 
-def server_concurrency(args: argparse.Namespace, world: int, geometry: Optional[BatchGeometry]) -> Tuple[int, str]:
+def server_concurrency(request: PlanRequest, world: int, geometry: Optional[BatchGeometry]) -> Tuple[int, str]:
     """Sequences in flight on the server: GRPO/RLOO send the whole generation batch at once; AsyncGRPO keeps
     max_inflight_tasks = max_staleness * per_device * gradient_accumulation_steps * processes (its config help)."""
-    if args.vllm_concurrency:
-        return args.vllm_concurrency, "--vllm-concurrency"
+    if request.vllm_concurrency:
+        return request.vllm_concurrency, "--vllm-concurrency"
     if geometry is not None:
         return geometry.generation_batch, "the generation batch"
-    return ASYNC_MAX_STALENESS * args.micro_batch * args.grad_accum * world, "AsyncGRPO max_inflight_tasks (auto)"
+    return ASYNC_MAX_STALENESS * request.micro_batch * request.grad_accum * world, "AsyncGRPO max_inflight_tasks (auto)"
 
 
 def plan_server(
-    args: argparse.Namespace, facts: ModelFacts, hw: Hardware, setup: Setup, max_model_len: int, serve_bytes: int
+    request: PlanRequest, facts: ModelFacts, hw: Hardware, setup: Setup, max_model_len: int, serve_bytes: int
 ) -> Tuple[VllmPlan, Split]:
     """Smallest TP whose GPUs hold the weights and one max_model_len sequence; the trainer gets the rest."""
     limit = min(hw.gpus_per_node, hw.total_gpus - 1)
     choices = tp_choices(facts, limit)
-    if args.vllm_tp is not None:
-        if args.vllm_tp > hw.gpus_per_node or args.vllm_tp >= hw.total_gpus:
+    if request.vllm_tp is not None:
+        if request.vllm_tp > hw.gpus_per_node or request.vllm_tp >= hw.total_gpus:
             raise PlanInputError(
-                f"impossible hardware: --vllm-tp {args.vllm_tp} leaves no GPU for the trainer or exceeds the "
+                f"impossible hardware: --vllm-tp {request.vllm_tp} leaves no GPU for the trainer or exceeds the "
                 f"{hw.gpus_per_node} GPUs of a node"
             )
-        if facts.heads % args.vllm_tp:
+        if facts.heads % request.vllm_tp:
             raise PlanInputError(
-                f"--vllm-tp {args.vllm_tp}: vLLM needs the {facts.heads} attention heads divisible by the TP size"
+                f"--vllm-tp {request.vllm_tp}: vLLM needs the {facts.heads} attention heads divisible by the TP size"
             )
-        choices = [args.vllm_tp]
+        choices = [request.vllm_tp]
     if not choices:
         raise PlanInputError("impossible hardware: no tensor-parallel size leaves a GPU for the trainer")
-    util = args.vllm_gpu_memory_utilization or SERVER_UTIL_DEFAULT
+    util = request.vllm_gpu_memory_utilization or SERVER_UTIL_DEFAULT
     util_source = (
         "--vllm-gpu-memory-utilization"
-        if args.vllm_gpu_memory_utilization
+        if request.vllm_gpu_memory_utilization
         else ("0.9, what trl vllm-serve passes; vLLM's own default is 0.92")
     )
     gpu_bytes = hw.memory_bytes
@@ -182,14 +181,14 @@ def plan_server(
     def sized(tp: int, concurrency: int) -> VllmPlan:
         return size_vllm(
             facts,
-            args.method,
+            request.method,
             "server",
             tp,
             util,
             gpu_bytes,
             max_model_len,
             concurrency,
-            args.bnb_double_quant,
+            request.bnb_double_quant,
             util_source,
             serve_bytes,
         )
@@ -197,11 +196,15 @@ def plan_server(
     tp = next((t for t in choices if sized(t, 1).fits), choices[-1])
     split = plan_split(hw, tp)
     geometry = None
-    if args.trainer in ("grpo", "rloo"):
+    if request.trainer in ("grpo", "rloo"):
         geometry = batch_geometry(
-            args.micro_batch, split.trainer_world, args.grad_accum, args.steps_per_generation, args.num_generations
+            request.micro_batch,
+            split.trainer_world,
+            request.grad_accum,
+            request.steps_per_generation,
+            request.num_generations,
         )
-    concurrency, why = server_concurrency(args, split.trainer_world, geometry)
+    concurrency, why = server_concurrency(request, split.trainer_world, geometry)
     plan = sized(tp, concurrency)
     plan.concurrency_source = why
     if plan.fits and plan.capacity < concurrency:

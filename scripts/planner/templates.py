@@ -9,19 +9,17 @@ import sys
 
 sys.dont_write_bytecode = True  # importing the siblings must not leave __pycache__ in scripts/
 
-import argparse  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import TYPE_CHECKING, Any, Dict, List, Tuple  # noqa: E402
+from typing import Any, Dict, List, NamedTuple  # noqa: E402
 
 _HERE = Path(__file__).resolve().parent.parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
+from planner.assemble import Plan  # noqa: E402
+from planner.inputs import PlanRequest  # noqa: E402
 from planner.memory import STRATEGIES  # noqa: E402
 from planner.split import ASYNC_MAX_STALENESS  # noqa: E402
-
-if TYPE_CHECKING:
-    from planner.assemble import Plan
 
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # trl/experimental/async_grpo/async_grpo_trainer.py
 
@@ -45,12 +43,19 @@ def _round_lora_rank(rank: int) -> int:
     return next((r for r in VLLM_LORA_RANKS if r >= rank), VLLM_LORA_RANKS[-1])
 
 
-def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str, str]], Dict[str, Any]]:
+class Commands(NamedTuple):
+    """The launch templates (role, command, note) and the config fields for a Python script."""
+
+    commands: List[Dict[str, str]]
+    config_fields: Dict[str, Any]
+
+
+def build_commands(request: PlanRequest, plan: Plan) -> Commands:
     """Launch templates for the recommended candidate. They are shown, never run."""
     pick = plan.recommended or plan.alternative_pick
     if pick is None:
-        return [], {}
-    model = args.model_id or "<model>"
+        return Commands([], {})
+    model = request.model_id or "<model>"
     setup = pick.setup or plan.setup  # a smallest change may have a smaller micro-batch or another dtype
     trainer = setup.trainer
     world = plan.split.trainer_world
@@ -72,7 +77,7 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
         if trainer == "async-grpo" and pick.method != "full" and not (plan.lora and plan.lora.merged_sync_reason):
             env += " VLLM_ALLOW_RUNTIME_LORA_UPDATING=1"
             extra = (
-                f" --enable-lora --max-lora-rank {_round_lora_rank(args.lora_rank)} --max-loras "
+                f" --enable-lora --max-lora-rank {_round_lora_rank(request.lora_rank)} --max-loras "
                 f"{ASYNC_MAX_STALENESS + 2}"
             )
         dtype = f" --dtype {setup.model_dtype}" if trainer == "async-grpo" else ""
@@ -142,13 +147,13 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
                 parts.append(f"--vllm_gpu_memory_utilization {v.util:g} --vllm_tensor_parallel_size {v.tp}")
                 parts.append(f"--vllm_max_model_length {v.max_model_len}")
         if pick.method != "full":
-            targets = args.lora_targets if args.lora_targets != "all-linear" else "all-linear"
-            parts.append(f"--use_peft --lora_r {args.lora_rank} --lora_target_modules {targets}")
+            targets = request.lora_targets if request.lora_targets != "all-linear" else "all-linear"
+            parts.append(f"--use_peft --lora_r {request.lora_rank} --lora_target_modules {targets}")
             if plan.lora and plan.lora.parameters:
                 parts.append("--lora_dropout 0")
         if pick.method == "qlora":
             parts.append("--load_in_4bit")
-            if args.bnb_double_quant:
+            if request.bnb_double_quant:
                 parts.append("--use_bnb_nested_quant")
             if pick.strategy.startswith("fsdp2") or pick.strategy.startswith("zero3"):
                 parts.append(f"--bnb_4bit_quant_storage {setup.quant_storage}")
@@ -192,14 +197,14 @@ def build_commands(args: argparse.Namespace, plan: Plan) -> Tuple[List[Dict[str,
         fields["max_completion_length"] = f"<= {v.max_model_len} - prompt length"
     if pick.method != "full":
         dropout = ", lora_dropout=0.0" if plan.lora and plan.lora.parameters else ""
-        fields["peft_config"] = f"LoraConfig(r={args.lora_rank}, target_modules={args.lora_targets!r}{dropout})"
+        fields["peft_config"] = f"LoraConfig(r={request.lora_rank}, target_modules={request.lora_targets!r}{dropout})"
     if pick.method == "qlora":
         storage = setup.quant_storage if pick.strategy.startswith(("fsdp2", "zero3")) else None
         fields["quantization_config"] = (
             "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4', bnb_4bit_compute_dtype=torch."
             + ("float16" if fp16 else "bfloat16")
-            + (", bnb_4bit_use_double_quant=True" if args.bnb_double_quant else "")
+            + (", bnb_4bit_use_double_quant=True" if request.bnb_double_quant else "")
             + (f", bnb_4bit_quant_storage=torch.{storage}" if storage else "")
             + ")"
         )
-    return commands, fields
+    return Commands(commands, fields)
