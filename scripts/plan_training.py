@@ -14,7 +14,7 @@ sys.dont_write_bytecode = True  # the planner's sibling modules must not leave _
 import argparse  # noqa: E402
 import re  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, Dict, List, Optional, Tuple  # noqa: E402
+from typing import Any, Dict, List, NamedTuple, Optional  # noqa: E402
 
 _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:
@@ -29,23 +29,29 @@ from planner.model import ModelFacts, facts_from_config, facts_from_params, pars
 from planner.render import error_dict, fit_plan_text, render_text, result_dict, verdict_block  # noqa: E402
 from planner.rules import lint  # noqa: E402
 from planner.templates import Commands, build_commands  # noqa: E402
+from planner.verdict import EXIT_CODES_HELP, judge  # noqa: E402
 
 EPILOG = (
     MEMORY_MODEL
     + """
-inputs: the model is --params or --model-config (a local config.json of a Llama, Mistral, Mixtral, Qwen2/2.5/3,
-  Qwen2-MoE/Qwen3-MoE, DeepSeek-V2/V3 (MLA + MoE), gpt-oss, Gemma/Gemma2/Gemma3-text or Phi/Phi-3 decoder;
-  multimodal wrappers such as model_type gemma3 are refused: their vision tower is not counted). With --params
-  alone, activations and the KV cache use the nearest published reference shape (named in the output). Hardware
-  is --gpus/--gpu-memory-gib or --hardware-json (the output of check_optional_backends.py --json; its visible
-  GPUs); --gpus is per node. Batch, accumulation, sequence, generation and beta come from --lint-trl-config
-  when it sets them; a flag overrides the file, and the output says which won.
-lint: --lint-accelerate-config and/or --lint-trl-config (TRL CLI YAML, or JSON of config values); every finding
-  names the setting to change and its upstream source. Without --params/--model-config only the lint runs.
-exit codes: 0 report produced; 1 --require-fit found no fitting candidate for the requested method (or the vLLM
-  side does not fit), or --require-lint-clean found a lint error; 2 usage error or unusable input (unknown
-  architecture, malformed YAML/JSON, impossible hardware).
-The commands in the output are templates: never run them without the user's approval.
+inputs: the model is --params or --model-config (a local config.json of a Llama, Mistral, Mixtral,
+  Qwen2/2.5/3, Qwen2-MoE/Qwen3-MoE, DeepSeek-V2/V3 (MLA + MoE), gpt-oss, Gemma/Gemma2/Gemma3-text or
+  Phi/Phi-3 decoder; multimodal wrappers such as model_type gemma3 are refused: their vision tower
+  is not counted). With --params alone, activations and the KV cache use the nearest published
+  reference shape (named in the output). Hardware is --gpus/--gpu-memory-gib or --hardware-json (the
+  output of check_optional_backends.py --json; its visible GPUs); --gpus is per node. Batch,
+  accumulation, sequence, generation and beta come from --lint-trl-config when it sets them; a flag
+  overrides the file, and the output says which won.
+lint: --lint-accelerate-config and/or --lint-trl-config (TRL CLI YAML, or JSON of config values);
+  every finding names the setting to change and its upstream source. Without --params/--model-config
+  only the lint runs.
+verdict: one of "fits as asked" (the requested method without CPU offload, and the vLLM side), "fits
+  only with a change" (the change named: a smaller micro-batch with more accumulation, bf16 weights,
+  LoRA/QLoRA, CPU offload; the templates are for the first one that keeps what is trained, when one
+  fits) or "does not fit".
+"""
+    + EXIT_CODES_HELP
+    + """The commands in the output are templates: never run them without the user's approval.
 """
 )
 
@@ -260,8 +266,15 @@ def model_facts(request: PlanRequest) -> Optional[ModelFacts]:
     return None
 
 
-def run(request: PlanRequest) -> Tuple[Dict[str, Any], str, int]:
-    """Plan and lint what the request asks; return the --json document, the text and the exit code."""
+class Report(NamedTuple):
+    result: Dict[str, Any]  # the --json document
+    text: str  # the plan and the lint, before wrapping
+    verdict: str  # the last lines
+    exit_code: int
+
+
+def run(request: PlanRequest) -> Report:
+    """Plan and lint what the request asks, judge it, and render the verdict."""
     facts = model_facts(request)
     hardware = resolve_hardware(request, need_memory=request.planning)
     plan = None
@@ -272,15 +285,11 @@ def run(request: PlanRequest) -> Tuple[Dict[str, Any], str, int]:
         plan = build_plan(request, facts, hardware)
     findings = lint(request, plan, hardware) if request.linting else []
     commands = build_commands(request, plan) if plan is not None else Commands([], {})
-    result = result_dict(request, plan, commands, findings)
+    verdict = judge(request, plan, findings)
+    result = result_dict(request, plan, commands, findings, verdict)
+    result["exit_code"] = verdict.exit_code
     text = render_text(plan, commands, findings, request.linting, list(request.yaml_parsers))
-    code = 0
-    if request.require_fit and plan is not None and not plan.fits:
-        code = 1
-    if request.require_lint_clean and any(finding.severity == "error" for finding in findings):
-        code = 1
-    result["exit_code"] = code
-    return result, text, code
+    return Report(result, text, verdict_block(verdict), verdict.exit_code)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -288,18 +297,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     flags = Flags(**vars(args))
     try:
         request = load_request(flags)
-        result, text, code = run(request)
+        report = run(request)
     except PlanInputError as exc:
         if flags.json:
             emit(dumps_strict(error_dict(str(exc))))
         sys.stderr.write(f"plan_training.py: error: {one_line(str(exc), 400)}\n")
         return 2
     if request.json:
-        emit(dumps_strict(result))
+        emit(dumps_strict(report.result))
     else:
-        plan_text = fit_plan_text(escape_controls(text, keep_newlines=True).rstrip("\n"))
-        emit(plan_text + "\n" + verdict_block(result, request))
-    return code
+        emit(fit_plan_text(escape_controls(report.text, keep_newlines=True).rstrip("\n")) + "\n" + report.verdict)
+    return report.exit_code
 
 
 if __name__ == "__main__":

@@ -82,7 +82,9 @@ def test_fsdp_qlora_70b_on_two_24gb_gpus_needs_offload(capsys):
         "sft",
         "--require-fit",
     )
-    assert code == 0
+    # Fits only with a change (CPU offload): a gate that asked for a fit does not pass (exit 3, not 0).
+    assert code == 3 and data["exit_code"] == 3 and data["fits"] is False
+    assert data["verdict"]["state"] == "fits-with-change" and "offload" in data["verdict"]["change"]
     by_strategy = {c["strategy"]: c for c in data["candidates"]}
     no_offload = by_strategy["fsdp2"]
     offload = by_strategy["fsdp2-offload"]
@@ -502,7 +504,7 @@ def test_runs_from_any_cwd_without_leaving_bytecode_in_scripts(tmp_path):
         env=env,
     )
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["fits"] is True
+    assert json.loads(result.stdout)["verdict"]["state"] == "fits-with-change"  # full 7B on 80 GB: offload
     assert not (copy / "__pycache__").exists()
 
 

@@ -63,10 +63,9 @@ class Plan:
     changes: List[Change] = field(default_factory=list)  # when nothing fits as asked: ranked smallest changes
 
     @property
-    def fits(self) -> bool:
-        """The requested method fits with some strategy (offload included) and the vLLM side fits."""
-        method_fits = self.recommended is not None or any(c.fits for c in self.candidates)
-        return method_fits and (self.vllm is None or self.vllm.fits)
+    def fits_as_asked(self) -> bool:
+        """The requested method fits without CPU offload and the vLLM side fits."""
+        return self.recommended is not None and (self.vllm is None or self.vllm.fits)
 
 
 # The one ranking of memory fixes, least invasive first. backend-selection/SKILL.md "Escalation order" lists the
@@ -95,6 +94,12 @@ class Change:
     @property
     def fits(self) -> bool:
         return bool(self.candidate.fits)
+
+
+def chosen_change(changes: List[Change]) -> Optional[Change]:
+    """The change the templates are for: the first that fits and keeps what is trained, else the first that fits."""
+    fitting = [change for change in changes if change.fits]
+    return next((change for change in fitting if not change.changes_training), fitting[0] if fitting else None)
 
 
 def _best(candidates: List[Estimate], offload: bool) -> Optional[Estimate]:
@@ -322,8 +327,8 @@ def build_plan(request: PlanRequest, facts: ModelFacts, hw: Hardware) -> Plan:
     changes: List[Change] = []
     if recommended is None:
         changes = smallest_changes(request, facts, setup, split, usable, host_limit)
-    first_fit = next((c for c in changes if c.fits), None)
-    alternative_pick = first_fit.candidate if first_fit else None
+    chosen = chosen_change(changes)
+    alternative_pick = chosen.candidate if chosen else None
     if trainer == "async-grpo" and setup.model_dtype == "float32":
         notes.append(
             "AsyncGRPO trains in AsyncGRPOConfig.dtype (default float32) and wants the server in the same dtype "

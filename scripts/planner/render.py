@@ -19,12 +19,13 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 from common.output import WIDTH, fit_width  # noqa: E402
-from planner.assemble import ESCALATION, Plan  # noqa: E402
+from planner.assemble import ESCALATION, Plan, chosen_change  # noqa: E402
 from planner.hardware import GIB  # noqa: E402
 from planner.inputs import PlanRequest  # noqa: E402
 from planner.memory import HOST_BAND, Estimate  # noqa: E402
 from planner.rules import Finding  # noqa: E402
 from planner.templates import Commands  # noqa: E402
+from planner.verdict import FITS, Verdict  # noqa: E402
 
 SCHEMA_VERSION = 1
 
@@ -75,7 +76,7 @@ def candidate_dict(c: Estimate) -> Dict[str, Any]:
     }
 
 
-def plan_dict(plan: Plan, commands: Commands) -> Dict[str, Any]:
+def plan_dict(plan: Plan, commands: Commands, verdict: Verdict) -> Dict[str, Any]:
     f = plan.facts
     return {
         "model": {
@@ -143,7 +144,8 @@ def plan_dict(plan: Plan, commands: Commands) -> Dict[str, Any]:
             for i, change in enumerate(plan.changes)
         ],
         "escalation_order": [key for key, _, _ in ESCALATION],
-        "fits": plan.fits,
+        "fits": verdict.fit is not None and verdict.fit.state == FITS,
+        "verdict": verdict.fit.as_dict() if verdict.fit is not None else {},
         "batch": plan.geometry.as_dict() if plan.geometry else None,
         "commands": commands.commands,
         "commands_are_templates": "run only with the user's explicit approval",
@@ -215,22 +217,31 @@ def render_text(
             out.append(
                 f"recommendation: nothing fits as asked ({s.method}, micro-batch {s.micro_batch}, without CPU offload)"
             )
-            if plan.changes:
+            fitting = [change for change in plan.changes if change.fits]
+            if fitting:
                 out.append(
-                    "smallest changes that would fit, in the skill's order ("
+                    "smallest changes that fit, in the skill's order ("
                     + " < ".join(label for key, label, modelled in ESCALATION if modelled)
                     + "; offload last):"
                 )
-                for i, change in enumerate(plan.changes, 1):
+                for i, change in enumerate(fitting, 1):
                     c = change.candidate
                     ask = "; changes what is trained, ask the user" if change.changes_training else ""
-                    out.append(
-                        f"  {i}. [{'fits' if change.fits else 'no  '}] {change.label}: {c.method} {c.label}, "
-                        f"{c.total_text()}{ask}"
+                    out.append(f"  {i}. {change.label}: {c.method} {c.label}, {c.total_text()}{ask}")
+            tried = [change for change in plan.changes if not change.fits]
+            if tried:
+                out.append(
+                    "  also tried (does not fit): "
+                    + "; ".join(
+                        f"{change.label} ({change.candidate.upper_bytes / GIB:.1f} GiB at the upper edge)"
+                        for change in tried
                     )
-            if plan.alternative_pick:
-                a = plan.alternative_pick
-                out.append(f"  the templates below are for the first change that fits: {a.method} with {a.label}")
+                )
+            chosen = chosen_change(plan.changes)
+            if chosen is not None:
+                c = chosen.candidate
+                keeps = "" if chosen.changes_training else ", which keeps what is trained"
+                out.append(f"  the templates below are for {chosen.label}{keeps}: {c.method} with {c.label}")
             else:
                 out.append("  no single change or pair fits: more GPUs, a shorter max_length, or a smaller model")
         if plan.geometry is not None:
@@ -283,12 +294,12 @@ def _candidate_line(c: Estimate) -> str:
 
 
 def result_dict(
-    request: PlanRequest, plan: Optional[Plan], commands: Commands, findings: List[Finding]
+    request: PlanRequest, plan: Optional[Plan], commands: Commands, findings: List[Finding], verdict: Verdict
 ) -> Dict[str, Any]:
     """The --json document (without its exit code)."""
     result: Dict[str, Any] = {"schema_version": SCHEMA_VERSION, "tool": "plan_training.py"}
     if plan is not None:
-        result.update(plan_dict(plan, commands))
+        result.update(plan_dict(plan, commands, verdict))
     result["lint"] = {
         "ran": request.linting,
         "yaml_parser": sorted(set(request.yaml_parsers)) or None,
@@ -336,27 +347,7 @@ def _wrap_command(line: str, indent: str, width: int) -> List[str]:
     return lines
 
 
-def verdict_block(result: Dict[str, Any], request: PlanRequest) -> str:
+def verdict_block(verdict: Verdict) -> str:
     """The last lines, always in this order: the plan's verdict, the lint's named errors, the --require results."""
-    lines: List[str] = []
-    if "fits" in result:
-        recommendation = result.get("recommendation") or {}
-        if result.get("fits") and isinstance(recommendation, dict):
-            detail = f"{recommendation.get('label')} ({recommendation.get('method')})"
-            if isinstance(recommendation.get("per_gpu_gib"), (int, float)):
-                detail += f", {recommendation['per_gpu_gib']:.1f} GiB per GPU"
-            lines.append(f"Verdict: fits: {detail}")
-        else:
-            lines.append("Verdict: does not fit (see the candidates and the smallest changes above)")
-    lint = result.get("lint") or {}
-    if lint.get("ran"):
-        errors = [f["id"] for f in lint.get("findings") or [] if f.get("severity") == "error"]
-        warnings = [f["id"] for f in lint.get("findings") or [] if f.get("severity") == "warning"]
-        lines.append(f"Lint: errors: {', '.join(dict.fromkeys(errors)) or 'none'}")
-        lines.append(f"  warnings: {', '.join(dict.fromkeys(warnings)) or 'none'}")
-    if request.require_fit and "fits" in result:
-        lines.append(f"Require fit: {'met' if result.get('fits') else 'FAILED (no candidate fits)'}")
-    if request.require_lint_clean and lint.get("ran"):
-        failed = any(f.get("severity") == "error" for f in lint.get("findings") or [])
-        lines.append(f"Require lint clean: {'FAILED (lint errors above)' if failed else 'met'}")
+    lines = verdict.lines()
     return fit_width("\n".join(lines)) + "\n" if lines else ""
