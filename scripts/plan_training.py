@@ -23,13 +23,15 @@ if str(_HERE) not in sys.path:
 from common.output import HelpFormatter, dumps_strict, emit, escape_controls, one_line  # noqa: E402
 from planner.assemble import build_plan  # noqa: E402
 from planner.hardware import resolve_hardware  # noqa: E402
-from planner.inputs import TRAINERS, Flags, PlanInputError, PlanRequest, load_request  # noqa: E402
+from planner.inputs import TRAINERS, Flags, PlanInputError, PlanRequest, load_request, trl_releases  # noqa: E402
 from planner.memory import DTYPE_BYTES, MEMORY_MODEL  # noqa: E402
 from planner.model import ModelFacts, facts_from_config, facts_from_params, parse_param_count  # noqa: E402
 from planner.render import error_dict, fit_plan_text, render_text, result_dict, verdict_block  # noqa: E402
 from planner.rules import lint  # noqa: E402
 from planner.templates import Commands, build_commands  # noqa: E402
 from planner.verdict import EXIT_CODES_HELP, judge  # noqa: E402
+
+TRL_RELEASES = trl_releases()
 
 EPILOG = (
     MEMORY_MODEL
@@ -156,8 +158,23 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--seq-len",
         type=_positive_int,
-        help="tokens per sequence (prompt + completion for GRPO/RLOO); default: the TRL config's max_length "
-        "(SFT/DPO) or vllm_max_model_length (GRPO/RLOO), else 2048",
+        help="tokens per sequence (prompt + completion for GRPO/RLOO/AsyncGRPO); default: the TRL config's "
+        "max_length (SFT/DPO) or vllm_max_model_length (GRPO/RLOO), else TRL's default for --trl-version: "
+        "max_length (1024) for SFT/DPO, an assumed 512-token prompt + max_completion_length for the others",
+    )
+    train.add_argument(
+        "--trl-version",
+        choices=TRL_RELEASES,
+        default=TRL_RELEASES[-1],
+        metavar="VERSION",
+        help=f"the TRL release whose defaults and LM head the plan uses ({TRL_RELEASES[0]}-{TRL_RELEASES[-1]}, the "
+        f"indexed releases; default {TRL_RELEASES[-1]})",
+    )
+    train.add_argument(
+        "--max-completion-length",
+        type=_positive_int,
+        help="GRPO/RLOO/AsyncGRPO completion tokens, the ones logits are computed for (default: the TRL config's, "
+        "else TRL's max_completion_length for --trl-version)",
     )
     train.add_argument(
         "--micro-batch",

@@ -161,7 +161,7 @@ def test_grpo_server_plan_on_8_gpus_uses_disjoint_devices(capsys, extra):
         '--weight-transfer-config \'{"backend": "nccl"}\'',
         "--logprobs-mode processed_logprobs",
         "--max-logprobs -1",
-        "--max-model-len 2048",
+        "--max-model-len 1024",  # TRL 1.16 GRPO default: an assumed 512-token prompt + max_completion_length 512
     ):
         assert flag in serve
     trainer_cmds = [c["command"] for c in data["commands"] if c["role"].startswith("trainer")]
@@ -211,8 +211,9 @@ def test_grpo_without_vllm_counts_the_generate_kv_cache(capsys):
         capsys, "--params", "7B", "--trainer", "grpo", "--gpus", "4", "--gpu-memory-gib", "80", "--vllm-mode", "none"
     )
     approx = no_vllm["candidates"][0]["terms_gib"]["approx"]
-    # Mistral-7B shape: 2 x 32 layers x 8 KV heads x 128 x 2 bytes x 2048 tokens x 8 sequences
-    assert approx["generate() KV cache"] == pytest.approx(2 * 32 * 8 * 128 * 2 * 2048 * 8 / GB, abs=0.001)
+    # Mistral-7B shape: 2 x 32 layers x 8 KV heads x 128 x 2 bytes x 1024 tokens (TRL 1.16's GRPO default: an
+    # assumed 512-token prompt + max_completion_length 512) x 8 sequences
+    assert approx["generate() KV cache"] == pytest.approx(2 * 32 * 8 * 128 * 2 * 1024 * 8 / GB, abs=0.001)
     assert no_vllm["split"]["num_processes"] == 4 and with_server["split"]["num_processes"] == 3
 
 

@@ -100,9 +100,11 @@ def test_the_request_holds_the_loaded_config_and_the_resolved_trainer(tmp_path) 
     assert request.trainer == "grpo" and "num_generations" in (request.trainer_note or "")
     assert request.trl_config == {"num_generations": 4, "per_device_train_batch_size": 2, "max_length": 512}
     assert (request.micro_batch, request.num_generations, request.grad_accum) == (4, 4, 1)
-    assert request.seq_len == 2048  # max_length belongs to SFT/DPO configs; GRPO reads vllm_max_model_length
+    # max_length belongs to SFT/DPO configs; GRPO's sequence is TRL 1.16's default: assumed prompt + completion
+    assert request.seq_len == 512 + 512 and request.max_completion_length == 512
     won = {item["input"]: item["source"] for item in request.input_sources}
-    assert won == {"--micro-batch": "flag", "--num-generations": f"num_generations in {trl}"}
+    assert won["--micro-batch"] == "flag" and won["--num-generations"] == f"num_generations in {trl}"
+    assert "GRPOConfig.max_completion_length 512" in won["--seq-len"] and won["--seq-len"].startswith("TRL 1.16.0")
     assert request.planning and request.linting and request.accelerate is None
     with pytest.raises(dataclasses.FrozenInstanceError):
         request.trainer = "sft"  # type: ignore[misc]
@@ -115,3 +117,48 @@ def test_the_request_names_the_file_it_cannot_use(tmp_path) -> None:
         load_request(Flags(params="8B", trainer="sft", lint_trl_config=str(bad)))
     with pytest.raises(PlanInputError, match="nothing to do"):
         load_request(Flags())
+
+
+def test_the_trl_defaults_table_is_fresh() -> None:
+    """scripts/planner/trl_defaults.json is what tools/facts/planner_defaults.py makes from the recorded history."""
+    import json
+
+    from tools.facts import planner_defaults
+
+    from conftest import REPO_ROOT
+
+    history = json.loads((REPO_ROOT / "tests" / "facts" / "release_history.json").read_text(encoding="utf-8"))
+    shipped = (REPO_ROOT / "scripts" / "planner" / "trl_defaults.json").read_text(encoding="utf-8")
+    assert planner_defaults.render(planner_defaults.build(history)) == shipped, (
+        "stale: run python3 -m tools.facts.planner_defaults"
+    )
+
+
+@pytest.mark.parametrize(
+    ("release", "trainer", "lm_head"),
+    [
+        ("1.6.0", "sft", "full"),  # loss_type None resolves to nll, with a warning that 1.7 changes it
+        ("1.7.1", "sft", "chunked"),  # chunked_nll by default
+        ("1.15.0", "sft", "fused"),
+        ("1.0.0", "async-grpo", "full"),
+        ("1.1.0", "async-grpo", "chunked"),  # patch_chunked_lm_head
+        ("1.14.2", "grpo", "full"),  # logits materialised, completion tokens only
+        ("1.16.0", "grpo", "fused"),
+        ("1.16.0", "dpo", "fused"),
+    ],
+)
+def test_the_lm_head_per_trainer_and_release(release, trainer, lm_head) -> None:
+    assert load_request(Flags(params="8B", trainer=trainer, trl_version=release)).lm_head == lm_head
+
+
+def test_trl_defaults_are_used_when_nothing_is_given_and_said() -> None:
+    sft = load_request(Flags(params="8B", trainer="sft"))
+    assert sft.seq_len == 1024 and sft.gradient_checkpointing is True
+    rloo = load_request(Flags(params="8B", trainer="rloo"))
+    assert rloo.num_generations == 2 and rloo.beta == 0.05  # RLOOConfig's own, not GRPO's 8 and 0.0
+    old = load_request(Flags(params="8B", trainer="grpo", trl_version="1.9.2"))
+    assert old.max_completion_length == 256 and old.seq_len == 512 + 256
+    said = {item["input"]: item["source"] for item in old.input_sources}
+    assert said["--max-completion-length"] == "TRL 1.9.2 default (GRPOConfig.max_completion_length)"
+    given = load_request(Flags(params="8B", trainer="sft", seq_len=4096))
+    assert given.seq_len == 4096 and "--seq-len" not in {item["input"] for item in given.input_sources}

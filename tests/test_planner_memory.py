@@ -75,3 +75,23 @@ def test_fit_verdict_uses_the_upper_edge_of_the_band():
     edge = _estimate(20, 6)
     pmem.judge(edge, 30 * GB, 0.10, None)
     assert edge.total_bytes < 27 * GB and edge.fits is False and "upper edge" in edge.reason
+
+
+def test_grpo_logits_cover_the_completion_tokens_only(capsys) -> None:
+    """TRL 1.14 GRPO materialises the logits of the completion tokens (logits_to_keep), not prompt + completion;
+    TRL 1.16 computes them in fused tiles."""
+    import json
+
+    import plan_training as pt
+
+    argv = ["--params", "7B", "--trainer", "grpo", "--method", "lora", "--gpus", "2", "--gpu-memory-gib", "80"]
+    argv += ["--micro-batch", "4", "--seq-len", "3072", "--max-completion-length", "1024", "--json"]
+    pt.main([*argv, "--trl-version", "1.14.2"])
+    old = json.loads(capsys.readouterr().out)["candidates"][0]["terms_gib"]["approx"]
+    vocab = 32000  # the 7B reference shape (Mistral-7B)
+    expected = 4 * 1024 * vocab * pmem.FULL_LOGITS_BYTES / 2**30
+    assert old["logits of the scored tokens (materialised)"] == pytest.approx(expected, abs=0.001)
+    pt.main([*argv, "--trl-version", "1.16.0"])
+    new = json.loads(capsys.readouterr().out)["candidates"][0]["terms_gib"]["approx"]
+    assert new["LM-head tile"] == pytest.approx(4096 * vocab * 8 / 2**30, abs=0.001)
+    assert "logits of the scored tokens (materialised)" not in new

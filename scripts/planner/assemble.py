@@ -247,6 +247,10 @@ def build_plan(request: PlanRequest, facts: ModelFacts, hw: Hardware) -> Plan:
         ref_model=ref_model,
         grad_accum=request.grad_accum,
         full_logits=request.full_logits,
+        lm_head=request.lm_head,
+        scored_tokens=min(request.max_completion_length or request.seq_len, request.seq_len)
+        if trainer in GENERATING
+        else 0,
     )
     mode = resolve_vllm_mode(request, hw)
     gpu_bytes = hw.memory_bytes

@@ -29,6 +29,7 @@ class PlanInputError(Exception):
 
 # The TRL trainers the planner knows (the --trainer choices).
 TRAINERS = ("sft", "dpo", "grpo", "rloo", "async-grpo")
+GENERATING = ("grpo", "rloo", "async-grpo")
 
 MAX_GPUS_PER_NODE = 1024
 MAX_NODES = 10_000
@@ -49,6 +50,7 @@ _INT_FLAGS: Tuple[Tuple[str, str, Optional[int], int], ...] = (
     ("grad_accum", "--grad-accum", 1, MAX_COUNT),
     ("num_generations", "--num-generations", 1, MAX_COUNT),
     ("steps_per_generation", "--steps-per-generation", 1, MAX_COUNT),
+    ("max_completion_length", "--max-completion-length", 1, MAX_COUNT),
     ("vllm_tp", "--vllm-tp", 1, MAX_GPUS_PER_NODE * MAX_NODES),
     ("max_model_len", "--max-model-len", 1, MAX_COUNT * 10),
     ("vllm_concurrency", "--vllm-concurrency", 1, MAX_COUNT),
@@ -103,6 +105,8 @@ class Flags:
     num_processes: Optional[int] = None
     vllm_server_gpus: Optional[int] = None
     yaml_parser: str = "auto"
+    trl_version: str = "1.16.0"
+    max_completion_length: Optional[int] = None
     json: bool = False
     require_fit: bool = False
     require_lint_clean: bool = False
@@ -562,7 +566,57 @@ TRL_CONFIG_INPUTS: Tuple[Tuple[str, str, str, str, Any, Tuple[str, ...]], ...] =
     ("steps_per_generation", "--steps-per-generation", "steps_per_generation", "int", None, ("grpo", "rloo")),
     ("gradient_checkpointing", "--gradient-checkpointing", "gradient_checkpointing", "bool", True, TRAINERS),
     ("beta", "--beta", "beta", "float", None, ("grpo", "rloo")),
+    ("max_completion_length", "--max-completion-length", "max_completion_length", "int", None, GENERATING),
 )
+
+# TRL's own defaults per release and trainer (scripts/planner/trl_defaults.json, made by
+# tools/facts/planner_defaults.py from the recorded release history). The planner's prompt length for generating
+# trainers when no sequence length is given: TRL truncated prompts at max_prompt_length=512 up to 0.25 and no longer
+# truncates them, so 512 is an assumption, printed as one.
+TRL_DEFAULTS_FILE = Path(__file__).resolve().parent / "trl_defaults.json"
+ASSUMED_PROMPT_TOKENS = 512
+_CONFIG_CLASS = {"sft": "SFTConfig", "dpo": "DPOConfig", "grpo": "GRPOConfig", "rloo": "RLOOConfig"}
+_CONFIG_CLASS["async-grpo"] = "AsyncGRPOConfig"
+
+
+def load_trl_defaults() -> Dict[str, Any]:
+    """The shipped defaults table: {"releases": [...], "defaults": {release: {trainer: {field: value}}}}."""
+    try:
+        read = read_bytes(str(TRL_DEFAULTS_FILE), CONFIG_LIMIT)
+        data = load_json(read.data, str(TRL_DEFAULTS_FILE), max_bytes=CONFIG_LIMIT)
+    except (InputError, InvalidValue) as error:
+        raise PlanInputError(f"the planner's TRL defaults table cannot be read: {error}") from None
+    return data
+
+
+def trl_releases() -> List[str]:
+    return list(load_trl_defaults()["releases"])
+
+
+def trl_default(table: Dict[str, Any], release: str, trainer: str, dest: str) -> Tuple[Any, Optional[str]]:
+    """TRL's default for one planner input in one release, and where it comes from; (None, None) when TRL has none.
+    Generating trainers: the sequence is the assumed prompt plus TRL's max_completion_length."""
+    values = table["defaults"].get(release, {}).get(trainer, {})
+    cls = _CONFIG_CLASS[trainer]
+    if dest == "seq_len":
+        if trainer in GENERATING:
+            completion = values.get("max_completion_length")
+            prompt = values.get("max_prompt_length") or ASSUMED_PROMPT_TOKENS
+            if completion:
+                prompt_source = (
+                    f"{cls}.max_prompt_length {prompt}"
+                    if values.get("max_prompt_length")
+                    else f"an assumed {prompt}-token prompt"
+                )
+                return prompt + completion, f"{prompt_source} + {cls}.max_completion_length {completion}"
+            return None, None
+        key = "max_length"
+    elif dest == "gradient_checkpointing" and "gradient_checkpointing" not in values:
+        return False, "transformers TrainingArguments.gradient_checkpointing (TRL sets none)"
+    else:
+        key = dest
+    value = values.get(key)
+    return (value, f"{cls}.{key}") if value is not None else (None, None)
 
 
 def _config_value(value: Any, kind: str) -> Any:
@@ -608,8 +662,15 @@ def trl_config_inputs(
             done.add(dest)
             values[dest] = config_value
             sources.append({"input": flag, "value": config_value, "source": f"{key} in {trl_label}"})
-    for dest, _flag, _key, _kind, default, _trainers in TRL_CONFIG_INPUTS:
-        if values.get(dest) is None:
+    table = load_trl_defaults()
+    for dest, flag, _key, _kind, default, _trainers in TRL_CONFIG_INPUTS:
+        if values.get(dest) is not None:
+            continue
+        value, where = trl_default(table, flags.trl_version, trainer, dest)
+        if value is not None:
+            values[dest] = value
+            sources.append({"input": flag, "value": value, "source": f"TRL {flags.trl_version} default ({where})"})
+        else:
             values[dest] = default
     return values, sources
 
@@ -649,6 +710,9 @@ class PlanRequest:
     steps_per_generation: Optional[int]
     full_logits: bool
     beta: Optional[float]
+    trl_version: str  # the TRL release whose defaults and LM head the plan uses
+    max_completion_length: Optional[int]  # generating trainers: completion tokens (logits are computed for these)
+    lm_head: str  # how this trainer's release computes logits: fused | chunked | full (trl_defaults.json)
     input_sources: Tuple[Dict[str, Any], ...]  # which of flag / TRL config set an input
     # hardware
     gpus: Optional[int]
@@ -694,7 +758,13 @@ def load_request(flags: Flags) -> PlanRequest:
         check_trl_config(trl_config, flags.lint_trl_config)
         yaml_parsers.append(used)
     trainer, trainer_note = resolve_trainer(flags.trainer, trl_config, flags.lint_trl_config)
+    table = load_trl_defaults()
+    if flags.trl_version not in table["releases"]:
+        raise PlanInputError(f"--trl-version {short(flags.trl_version)}: one of {', '.join(table['releases'])}")
     batch, sources = trl_config_inputs(flags, trainer, trl_config, flags.lint_trl_config)
+    lm_head = table["defaults"][flags.trl_version].get(trainer, {}).get("lm_head")
+    if lm_head is None:
+        raise PlanInputError(f"--trainer {trainer}: TRL {flags.trl_version} has no {_CONFIG_CLASS[trainer]}")
     model_config = None
     if flags.model_config:
         model_config, _used = load_config_file(flags.model_config, flags.yaml_parser)
@@ -735,6 +805,9 @@ def load_request(flags: Flags) -> PlanRequest:
         steps_per_generation=batch["steps_per_generation"],
         full_logits=flags.full_logits,
         beta=batch["beta"],
+        trl_version=flags.trl_version,
+        max_completion_length=batch["max_completion_length"],
+        lm_head=lm_head,
         input_sources=tuple(sources),
         gpus=flags.gpus,
         gpu_memory_gib=flags.gpu_memory_gib,

@@ -47,8 +47,11 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
     activations   bf16, t = seq_len*micro_batch tokens (x2 for DPO pairs), per layer and token
                   a = 6h + 2*kv_dim + 4*I_active (2*I for a non-gated MLP) elements, SDPA/flash (no s^2);
                   no checkpointing: layers*t*a*2 bytes; checkpointing: layers*t*h*2 + 2*t*a*2 (one layer
-                  recomputed with its gradients); + TRL fused LM-head tile min(t,4096)*min(V,32768)*4*2
-                  (--full-logits: t*V*14 bytes for a loop that materialises the logits)
+                  recomputed with its gradients); + logits of the scored tokens s (s = t, GRPO/RLOO/AsyncGRPO:
+                  micro_batch * completion tokens, logits_to_keep), by how the --trl-version computes them:
+                  fused (TRL >= 1.15, every trainer) tile min(s,4096)*min(V,32768)*4*2; chunked (SFT
+                  chunked_nll 1.7-1.14: min(s,256)*V*8; AsyncGRPO 1.1-1.14: min(s,8192)*V*8); full (the rest,
+                  and --full-logits): s*V*14 bytes
     4-bit dequant QLoRA: one dequantized Linear at 2 bytes (bitsandbytes dequantizes one at a time)
     allocator     caching-allocator reserve: 25% of the transient terms above (freed blocks stay reserved and
                   show in nvidia-smi and in published figures)
@@ -114,6 +117,10 @@ LM_HEAD_TOKEN_TILE = 4096  # trl/kernels/chunked_logprob.py TOKEN_CHUNK_SIZE @1.
 
 LM_HEAD_VOCAB_TILE = 32768  # trl/trainer/utils.py _CHUNKED_LOGPROB_CHUNK_SIZE @1.16.0
 
+SFT_CE_TOKEN_CHUNK = 256  # trl/trainer/sft_trainer.py _CHUNKED_LM_HEAD_CHUNK_SIZE @1.7.1-1.14.2 (chunked_nll)
+
+ASYNC_LOGPROB_TOKEN_CHUNK = 8192  # async_grpo_trainer.py patch_chunked_lm_head(chunk_size=8192) @1.14.2
+
 DS_BUFFER_FACTOR = 1.5  # additional_buffer_factor default of the DeepSpeed estimators
 
 
@@ -158,6 +165,8 @@ class Setup:
     grad_accum: int
     generate_sequences: int = 0  # GRPO/RLOO without vLLM: sequences model.generate() holds a KV cache for
     full_logits: bool = False  # the loop materialises full-vocabulary logits (not TRL's chunked LM head)
+    lm_head: str = "fused"  # how the TRL release computes logits: fused | chunked | full (planner/trl_defaults.json)
+    scored_tokens: int = 0  # tokens per sequence whose logits are computed (GRPO/RLOO/AsyncGRPO: completion); 0 = all
     cpu_ram_efficient_loading: bool = True  # FSDP: only rank 0 reads the weights (TRL's fsdp presets turn it on)
 
 
@@ -471,10 +480,14 @@ def activation_terms(facts: ModelFacts, setup: Setup) -> Dict[str, int]:
         terms["activations: one layer recomputed + grads"] = 2 * layer_bytes
     else:
         terms["activations: all layers"] = facts.layers * layer_bytes
-    if setup.full_logits:
-        terms["full logits (loop without a chunked LM head)"] = tokens * facts.vocab * FULL_LOGITS_BYTES
+    scored = setup.micro_batch * setup.scored_tokens if setup.scored_tokens else tokens
+    if setup.full_logits or setup.lm_head == "full":
+        terms["logits of the scored tokens (materialised)"] = scored * facts.vocab * FULL_LOGITS_BYTES
+    elif setup.lm_head == "chunked":
+        chunk = SFT_CE_TOKEN_CHUNK if setup.trainer == "sft" else ASYNC_LOGPROB_TOKEN_CHUNK
+        terms["chunked LM head"] = min(scored, chunk) * facts.vocab * 4 * 2
     else:
-        terms["LM-head tile"] = min(tokens, LM_HEAD_TOKEN_TILE) * min(facts.vocab, LM_HEAD_VOCAB_TILE) * 4 * 2
+        terms["LM-head tile"] = min(scored, LM_HEAD_TOKEN_TILE) * min(facts.vocab, LM_HEAD_VOCAB_TILE) * 4 * 2
     if setup.generate_sequences:
         # Without vLLM the trainer generates with model.generate(): a KV cache for its slice of the batch.
         terms["generate() KV cache"] = kv_bytes_per_token(facts, 1) * setup.seq_len * setup.generate_sequences
