@@ -177,6 +177,20 @@ def build_parser() -> argparse.ArgumentParser:
         "else TRL's max_completion_length for --trl-version)",
     )
     train.add_argument(
+        "--cp-size",
+        type=_positive_int,
+        default=1,
+        help="context parallelism (accelerate parallelism_config_cp_size; FSDP2 only): each GPU holds seq_len/k "
+        "tokens of every sequence; SFT/DPO only (GRPO/RLOO/AsyncGRPO refuse it)",
+    )
+    train.add_argument(
+        "--sp-size",
+        type=_positive_int,
+        default=1,
+        help="Ulysses sequence parallelism (accelerate parallelism_config_sp_size with sp_backend deepspeed; "
+        "DeepSpeed only; attention heads must divide by it); SFT/DPO only",
+    )
+    train.add_argument(
         "--micro-batch",
         type=_positive_int,
         help="per_device_train_batch_size (default: the TRL config's, else TRL's default 8)",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 import plan_training as pt
 from conftest import REPO_ROOT
 from planner import assemble as plan_assemble
@@ -69,3 +71,76 @@ def test_micro_batch_one_or_qlora_rank_above_single_gpu_offload(capsys):
     keeps = next(c for c in data["smallest_changes"] if c["fits"] and not c["changes_what_is_trained"])
     assert data["alternative_if_method_may_change"] == keeps["candidate"]
     assert data["verdict"]["change"] == keeps["change"] and not data["verdict"]["changes_what_is_trained"]
+
+
+# Qwen/Qwen3-8B's published architecture values (model card and config: 36 layers, hidden 4096, MLP 12288, 32
+# heads, 8 KV heads, head_dim 128, vocabulary 151936, untied embeddings); written here, not copied from the Hub.
+QWEN3_8B_CONFIG = {
+    "model_type": "qwen3",
+    "hidden_size": 4096,
+    "intermediate_size": 12288,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 151936,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+    "max_position_embeddings": 40960,
+}
+
+
+@pytest.fixture(name="qwen3_8b")
+def _qwen3_8b(tmp_path) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN3_8B_CONFIG))
+    return str(path)
+
+
+def _long_sft(config: str) -> list:
+    return ["--model-config", config, "--trainer", "sft", "--seq-len", "131072", "--micro-batch", "1",
+            "--model-dtype", "bfloat16", "--gpus", "8", "--gpu-memory-gib", "80"]  # fmt: skip
+
+
+def test_128k_sft_on_8_h100_gets_a_context_parallel_change_that_fits(capsys, qwen3_8b):
+    """Issue #19: 128k-token SFT of Qwen3-8B on 8 x H100 said 'no single change fits'; CP divides the sequence."""
+    data = _plan(capsys, *_long_sft(qwen3_8b))
+    assert data["verdict"]["state"] == "fits-with-change"
+    assert data["verdict"]["change"].startswith("--cp-size ") and not data["verdict"]["changes_what_is_trained"]
+    cp = next(c for c in data["smallest_changes"] if c["change"] == data["verdict"]["change"])
+    assert cp["step"] == "kernels" and cp["candidate"]["strategy"] == "fsdp2"
+    assert cp["candidate"]["per_gpu_band_gib"]["high"] <= 80 * 0.9
+    assert any("parallelism_config_cp_size" in c["note"] for c in data["commands"])
+    size = int(data["verdict"]["change"].split()[1])
+    asked = _plan(capsys, *_long_sft(qwen3_8b), "--cp-size", str(size))
+    assert asked["verdict"]["state"] == "fits" and {c["strategy"] for c in asked["candidates"]} <= {
+        "fsdp2",
+        "fsdp2-offload",
+    }
+    # CP divides the activations, not the sharded model states.
+    plain = {c["strategy"]: c for c in data["candidates"]}["fsdp2"]
+    split = {c["strategy"]: c for c in asked["candidates"]}["fsdp2"]
+    assert split["model_states_gib_exact"] == plain["model_states_gib_exact"]
+    act = "activations: checkpointed layer inputs"
+    ratio = plain["terms_gib"]["approx"][act] / split["terms_gib"]["approx"][act]
+    assert ratio == pytest.approx(size, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--trainer", "grpo", "--cp-size", "2"], "does not support sequence-dim parallelism"),
+        (["--trainer", "sft", "--cp-size", "2", "--sp-size", "2"], "mutually exclusive"),
+        (["--trainer", "sft", "--sp-size", "3", "--gpus", "3"], "attention heads must divide"),
+        (["--trainer", "sft", "--cp-size", "3"], "multiple of it"),
+    ],
+)
+def test_sequence_parallel_sizes_that_cannot_run_are_refused(capsys, qwen3_8b, extra, needle):
+    argv = ["--model-config", qwen3_8b, "--gpus", "8", "--gpu-memory-gib", "80", *extra]
+    assert pt.main(argv) == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_ulysses_plans_deepspeed_only(capsys, qwen3_8b):
+    data = _plan(capsys, *_long_sft(qwen3_8b), "--sp-size", "8")
+    assert data["candidates"] and all(c["strategy"].startswith("zero") for c in data["candidates"])

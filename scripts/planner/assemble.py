@@ -12,7 +12,7 @@ sys.dont_write_bytecode = True  # importing the siblings must not leave __pycach
 import math  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, Dict, List, Optional, Tuple  # noqa: E402
+from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: E402
 
 _HERE = Path(__file__).resolve().parent.parent
 if str(_HERE) not in sys.path:
@@ -61,6 +61,7 @@ class Plan:
     lora: Optional[LoraTargets] = None  # what PEFT trains, when the plan's method (or its fallback) is LoRA/QLoRA
     input_sources: List[Dict[str, Any]] = field(default_factory=list)  # which of flag / TRL config set an input
     changes: List[Change] = field(default_factory=list)  # when nothing fits as asked: ranked smallest changes
+    trl_version: str = ""  # the TRL release the defaults and the LM head come from
 
     @property
     def fits_as_asked(self) -> bool:
@@ -75,7 +76,7 @@ ESCALATION: Tuple[Tuple[str, str, bool], ...] = (
     # (key, what the skill's list item says first, modelled by the planner)
     ("shrink-step", "Shrink the step", True),
     ("adapters", "Adapters", True),
-    ("kernels", "Kernels and sequence tricks", False),
+    ("kernels", "Kernels and sequence tricks", True),  # modelled: context / Ulysses sequence parallelism
     ("sharding", "Sharding", True),
     ("offload", "CPU offload", True),
 )
@@ -126,6 +127,10 @@ def smallest_changes(
         cands, _t, _m = evaluate(method, facts, shrunk, split, usable, request.headroom, host_limit, dtype)
         return _best(cands, offload)
 
+    def run_sharded(changed: Setup) -> Optional[Estimate]:
+        cands, _t, _m = evaluate(method, facts, changed, split, usable, request.headroom, host_limit, explicit)
+        return _best(cands, False)
+
     def shrink(method: str, dtype: Optional[str], offload: bool) -> Optional[Tuple[int, Estimate]]:
         """The largest smaller micro-batch that fits (halving), else micro-batch 1's number."""
         sizes = sorted({max(1, setup.micro_batch // 2**i) for i in range(1, 12)} - {setup.micro_batch}, reverse=True)
@@ -161,6 +166,7 @@ def smallest_changes(
         best = run(m, dtype, setup.micro_batch, False)
         if best:
             singles.append(Change("adapters", label, best, changes))
+    singles.extend(sequence_parallel_changes(facts, setup, split, run_sharded))
     pairs: List[Change] = []
     if not any(c.fits for c in singles) and setup.micro_batch > 1:
         for label, m, dtype, changes in adapters:
@@ -176,6 +182,37 @@ def smallest_changes(
             if found:
                 offload.append(Change("offload", f"CPU offload ({found[1].label}) {micro_label(found[0])}", found[1]))
     return singles + pairs + offload
+
+
+def sequence_parallel_changes(
+    facts: ModelFacts, setup: Setup, split: Split, run: Callable[[Setup], Optional[Estimate]]
+) -> List[Change]:
+    """SFT/DPO on several GPUs: the smallest context-parallel size that fits (FSDP2), else the smallest Ulysses size
+    (DeepSpeed; the attention heads must divide), each as one change; nothing when neither fits or applies."""
+    world = split.trainer_world
+    if setup.trainer in GENERATING or world < 2 or setup.cp_size > 1 or setup.sp_size > 1:
+        return []
+    sizes = [k for k in (2, 4, 8, 16, 32, 64) if k <= world and world % k == 0]
+    out: List[Change] = []
+    for flag, field_name, label in (
+        ("--cp-size", "cp_size", "context parallelism"),
+        ("--sp-size", "sp_size", "Ulysses"),
+    ):
+        last = None
+        for k in sizes:
+            if field_name == "sp_size" and facts.heads % k:
+                continue
+            best = run(Setup(**{**setup.__dict__, field_name: k}))
+            if best is None:
+                break
+            last = Change("kernels", f"{flag} {k} ({label}, {best.label})", best)
+            if best.fits:
+                break
+        if last is not None:
+            out.append(last)
+            if last.fits:
+                break  # CP fits: Ulysses is not needed as well
+    return out
 
 
 def _methods_to_try(method: str) -> List[str]:
@@ -213,7 +250,7 @@ def evaluate(
     world = split.trainer_world
     nodes = len(split.trainer_masks)  # training nodes; DeepSpeed's host RAM formulas are per node
     per_node = world // nodes
-    for key in strategies_for(method, setup.trainer, world):
+    for key in strategies_for(method, setup.trainer, world, setup.cp_size, setup.sp_size):
         cand = estimate(method, key, facts, method_setup, trainable, world, per_node, nodes)
         judge(cand, usable, headroom, host_limit)
         out.append(cand)
@@ -248,6 +285,8 @@ def build_plan(request: PlanRequest, facts: ModelFacts, hw: Hardware) -> Plan:
         grad_accum=request.grad_accum,
         full_logits=request.full_logits,
         lm_head=request.lm_head,
+        cp_size=request.cp_size,
+        sp_size=request.sp_size,
         scored_tokens=min(request.max_completion_length or request.seq_len, request.seq_len)
         if trainer in GENERATING
         else 0,
@@ -265,6 +304,14 @@ def build_plan(request: PlanRequest, facts: ModelFacts, hw: Hardware) -> Plan:
     world = split.trainer_world
     if world < 1:
         raise PlanInputError("impossible hardware: no GPU is left for the trainer")
+    shards = request.cp_size * request.sp_size
+    if world % shards:
+        raise PlanInputError(
+            f"--cp-size/--sp-size {shards}: the {world} training processes must be a multiple of it (accelerate: "
+            "'ParallelismConfig total_size ... does not match num_processes')"
+        )
+    if request.sp_size > 1 and facts.heads % request.sp_size:
+        raise PlanInputError(f"--sp-size {request.sp_size}: the {facts.heads} attention heads must divide by it")
     geometry = None
     if trainer in ("grpo", "rloo"):
         geometry = batch_geometry(
@@ -370,6 +417,7 @@ def build_plan(request: PlanRequest, facts: ModelFacts, hw: Hardware) -> Plan:
     plan.lora = lora
     plan.changes = changes
     plan.input_sources = list(request.input_sources)
+    plan.trl_version = request.trl_version
     return plan
 
 

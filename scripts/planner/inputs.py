@@ -51,6 +51,8 @@ _INT_FLAGS: Tuple[Tuple[str, str, Optional[int], int], ...] = (
     ("num_generations", "--num-generations", 1, MAX_COUNT),
     ("steps_per_generation", "--steps-per-generation", 1, MAX_COUNT),
     ("max_completion_length", "--max-completion-length", 1, MAX_COUNT),
+    ("cp_size", "--cp-size", 1, MAX_GPUS_PER_NODE * MAX_NODES),
+    ("sp_size", "--sp-size", 1, MAX_GPUS_PER_NODE * MAX_NODES),
     ("vllm_tp", "--vllm-tp", 1, MAX_GPUS_PER_NODE * MAX_NODES),
     ("max_model_len", "--max-model-len", 1, MAX_COUNT * 10),
     ("vllm_concurrency", "--vllm-concurrency", 1, MAX_COUNT),
@@ -107,6 +109,8 @@ class Flags:
     yaml_parser: str = "auto"
     trl_version: str = "1.16.0"
     max_completion_length: Optional[int] = None
+    cp_size: int = 1
+    sp_size: int = 1
     json: bool = False
     require_fit: bool = False
     require_lint_clean: bool = False
@@ -713,6 +717,8 @@ class PlanRequest:
     trl_version: str  # the TRL release whose defaults and LM head the plan uses
     max_completion_length: Optional[int]  # generating trainers: completion tokens (logits are computed for these)
     lm_head: str  # how this trainer's release computes logits: fused | chunked | full (trl_defaults.json)
+    cp_size: int  # context parallelism (accelerate ParallelismConfig, FSDP2): ranks one sequence is split over
+    sp_size: int  # Ulysses sequence parallelism (DeepSpeed ALST, sp_backend deepspeed)
     input_sources: Tuple[Dict[str, Any], ...]  # which of flag / TRL config set an input
     # hardware
     gpus: Optional[int]
@@ -743,6 +749,28 @@ class PlanRequest:
     require_lint_clean: bool
 
 
+# The first indexed release whose config refuses cp_size/sp_size > 1 ("... does not support sequence-dim
+# parallelism", GRPOConfig/RLOOConfig/AsyncGRPOConfig __post_init__); earlier releases do not check, and the trainer
+# still builds its inputs after generation, so the split is wrong there too.
+SEQUENCE_PARALLEL_REFUSED_SINCE = {"grpo": "1.4.0", "rloo": "1.4.0", "async-grpo": "1.11.0"}
+
+
+def check_sequence_parallelism(cp: int, sp: int, trainer: str, release: str) -> None:
+    """--cp-size/--sp-size: one of them at most (accelerate ParallelismConfig), and not for generating trainers."""
+    if cp > 1 and sp > 1:
+        raise PlanInputError(
+            f"--cp-size {cp} and --sp-size {sp}: accelerate refuses both ('Context Parallelism (CP) and Sequence "
+            "Parallelism (SP) are mutually exclusive.', accelerate/parallelism_config.py@1.15.0); set one to 1"
+        )
+    if (cp > 1 or sp > 1) and trainer in SEQUENCE_PARALLEL_REFUSED_SINCE:
+        since = SEQUENCE_PARALLEL_REFUSED_SINCE[trainer]
+        raise PlanInputError(
+            f"--trainer {trainer} does not support sequence-dim parallelism (cp_size/sp_size > 1): its config "
+            f"refuses it from TRL {since}, and earlier releases split the generation batch wrongly; use "
+            "--cp-size 1 --sp-size 1 (shorter sequences, LoRA, or sharding instead)"
+        )
+
+
 def load_request(flags: Flags) -> PlanRequest:
     """Validate the flags and load every input file; raises ``PlanInputError`` naming the flag, file or key."""
     check_flags(flags)
@@ -762,6 +790,7 @@ def load_request(flags: Flags) -> PlanRequest:
     if flags.trl_version not in table["releases"]:
         raise PlanInputError(f"--trl-version {short(flags.trl_version)}: one of {', '.join(table['releases'])}")
     batch, sources = trl_config_inputs(flags, trainer, trl_config, flags.lint_trl_config)
+    check_sequence_parallelism(flags.cp_size, flags.sp_size, trainer, flags.trl_version)
     lm_head = table["defaults"][flags.trl_version].get(trainer, {}).get("lm_head")
     if lm_head is None:
         raise PlanInputError(f"--trainer {trainer}: TRL {flags.trl_version} has no {_CONFIG_CLASS[trainer]}")
@@ -808,6 +837,8 @@ def load_request(flags: Flags) -> PlanRequest:
         trl_version=flags.trl_version,
         max_completion_length=batch["max_completion_length"],
         lm_head=lm_head,
+        cp_size=flags.cp_size,
+        sp_size=flags.sp_size,
         input_sources=tuple(sources),
         gpus=flags.gpus,
         gpu_memory_gib=flags.gpu_memory_gib,

@@ -59,6 +59,10 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
     autocast      float32 weights under bf16 autocast cache a 2-byte copy of trainable weights (DDP)
     generate()    GRPO/RLOO without vLLM: KV cache for per_device * steps_per_generation sequences of seq_len
     overhead      2.5 GiB per training process (CUDA context, workspaces, NCCL); 2.0 GiB per vLLM GPU
+    sequence      --cp-size k (context parallelism, FSDP2 only) or --sp-size k (Ulysses, DeepSpeed ZeRO only):
+                  activations and logits per GPU for seq_len/k tokens; model states still shard over all N
+                  GPUs (accelerate folds cp into the FSDP mesh); N must be a multiple of k; SP needs the
+                  attention heads divisible by k; GRPO/RLOO/AsyncGRPO refuse both
     band          the approximate terms carry +-25%; a candidate fits when exact + approx * 1.25 (the upper
                   edge) <= usable * (1 - headroom), default headroom 10%. Checked against published measured
                   runs (tests/fixtures/calibration/): planned/published 0.86-1.13 per GPU
@@ -167,6 +171,8 @@ class Setup:
     full_logits: bool = False  # the loop materialises full-vocabulary logits (not TRL's chunked LM head)
     lm_head: str = "fused"  # how the TRL release computes logits: fused | chunked | full (planner/trl_defaults.json)
     scored_tokens: int = 0  # tokens per sequence whose logits are computed (GRPO/RLOO/AsyncGRPO: completion); 0 = all
+    cp_size: int = 1  # context parallelism: each rank holds seq_len / cp_size tokens of every sequence
+    sp_size: int = 1  # Ulysses sequence parallelism: each rank holds seq_len / sp_size tokens between attentions
     cpu_ram_efficient_loading: bool = True  # FSDP: only rank 0 reads the weights (TRL's fsdp presets turn it on)
 
 
@@ -471,7 +477,8 @@ def reference_model_bytes(strategy: str, facts: ModelFacts, setup: Setup, world:
 
 def activation_terms(facts: ModelFacts, setup: Setup) -> Dict[str, int]:
     """Approximate activation memory per GPU (bf16, SDPA/flash attention)."""
-    tokens = setup.seq_len * setup.micro_batch * (2 if setup.trainer == "dpo" else 1)
+    split = setup.cp_size * setup.sp_size  # one of them is 1
+    tokens = -(-setup.seq_len * setup.micro_batch * (2 if setup.trainer == "dpo" else 1) // split)
     per_token_layer = 6 * facts.hidden + 2 * facts.kv_dim + (4 if facts.gated_mlp else 2) * facts.mlp_active
     layer_bytes = tokens * per_token_layer * 2
     terms: Dict[str, int] = {}
@@ -480,7 +487,7 @@ def activation_terms(facts: ModelFacts, setup: Setup) -> Dict[str, int]:
         terms["activations: one layer recomputed + grads"] = 2 * layer_bytes
     else:
         terms["activations: all layers"] = facts.layers * layer_bytes
-    scored = setup.micro_batch * setup.scored_tokens if setup.scored_tokens else tokens
+    scored = -(-setup.micro_batch * setup.scored_tokens // split) if setup.scored_tokens else tokens
     if setup.full_logits or setup.lm_head == "full":
         terms["logits of the scored tokens (materialised)"] = scored * facts.vocab * FULL_LOGITS_BYTES
     elif setup.lm_head == "chunked":
@@ -509,7 +516,7 @@ def fsdp_working_set(method: str, facts: ModelFacts, setup: Setup) -> Dict[str, 
     return terms
 
 
-def strategies_for(method: str, trainer: str, world: int) -> List[str]:
+def strategies_for(method: str, trainer: str, world: int, cp_size: int = 1, sp_size: int = 1) -> List[str]:
     if method == "full":
         keys = list(STRATEGIES)
     elif method == "lora":
@@ -520,6 +527,10 @@ def strategies_for(method: str, trainer: str, world: int) -> List[str]:
         keys = [k for k in keys if k == "ddp" or "offload" in k]
     if trainer == "async-grpo":
         keys = [k for k in keys if k in ("fsdp2", "fsdp2-offload") or (k == "ddp" and world == 1)]
+    if cp_size > 1:  # accelerate: 'Using `cp_size>1` requires FSDP2' (cp_backend torch shards over dp_shard x cp)
+        keys = [k for k in keys if k.startswith("fsdp2")]
+    if sp_size > 1:  # accelerate: sp_size with DeepSpeed needs sp_backend='deepspeed' (Ulysses / ALST)
+        keys = [k for k in keys if k.startswith("zero")]
     return keys
 
 

@@ -176,6 +176,9 @@ def render_text(
             f"setup: {s.trainer}, seq {s.seq_len} x micro-batch {s.micro_batch}, gradient checkpointing "
             f"{'on' if s.grad_ckpt else 'off'}, {s.optimizer}, weights {s.model_dtype}, {s.mixed_precision} mixed "
             f"precision{', reference model' if s.ref_model and s.method == 'full' else ''}"
+            + (f", context parallel {s.cp_size}" if s.cp_size > 1 else "")
+            + (f", Ulysses sequence parallel {s.sp_size}" if s.sp_size > 1 else "")
+            + f"; TRL {plan.trl_version} ({s.lm_head} LM head)"
         )
         if plan.input_sources:
             out.append("inputs: " + "; ".join(_source_text(item) for item in plan.input_sources))

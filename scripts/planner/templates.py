@@ -62,6 +62,14 @@ def build_commands(request: PlanRequest, plan: Plan) -> Commands:
     preset, changes = (STRATEGIES[pick.strategy][2], {}) if pick.strategy in STRATEGIES else (None, {})
     if pick.strategy in PRESET_CHANGES:
         preset, changes = PRESET_CHANGES[pick.strategy]
+    if setup.cp_size > 1:  # accelerate ParallelismConfig (accelerate/parallelism_config.py @1.15.0)
+        changes = {**changes, "parallelism_config.parallelism_config_cp_size": setup.cp_size}
+    if setup.sp_size > 1:
+        changes = {
+            **changes,
+            "parallelism_config.parallelism_config_sp_size": setup.sp_size,
+            "parallelism_config.parallelism_config_sp_backend": "deepspeed",
+        }
     fp16 = setup.mixed_precision == "fp16"
     if fp16:  # every TRL preset says mixed_precision: bf16 (trl/accelerate_configs/*.yaml @1.16.0)
         changes = {**changes, "mixed_precision": "fp16"}
