@@ -1,4 +1,4 @@
-"""plan_training.py config lint: every rule has a failing and a passing fixture under tests/fixtures/lint/."""
+"""scripts/planner/rules.py: every lint rule has a failing and a passing fixture under tests/fixtures/lint/."""
 
 from __future__ import annotations
 
