@@ -53,3 +53,42 @@ def test_planner_matches_published_runs(capsys, case_id):
     assert band["low"] <= _published(published["per_gpu"]) <= band["high"], (line, band)
     with capsys.disabled():
         print("\n" + line)
+
+
+# The GPU each published run trained on, in GiB as the driver reports it (nvidia-smi memory.total): a 24 GB card
+# (RTX 3090/4090 class) 24576 MiB, A10G 23028 MiB, A100 40GB 40960 MiB, H100 80GB 81559 MiB. The case without a stated
+# GPU (peft-fsdp-qlora-llama2-70b-2gpu) is left out.
+TRAINED_ON_GIB = {
+    "peft-fsdp-qlora-llama2-70b-2gpu-offload": 24.0,
+    "peft-deepspeed-zero3-qlora-llama2-70b-2x40gb": 40.0,
+    "peft-deepspeed-zero3-lora-llama2-70b-8xh100": 81559 / 1024,
+    "peft-fsdp-lora-llama2-70b-8xh100": 81559 / 1024,
+    "philschmid-fsdp-qlora-llama3-70b-4x24gb-offload": 23028 / 1024,
+}
+# Runs that trained and the fit rule calls fitting on their own GPUs (default headroom 10%), kept apart by set. The
+# calibration runs: 3 of 5 at the point estimate (the upper edge called 1 of 5); the two missed ran at 90-98% of the
+# GPU, inside the headroom. No held-apart published run or published OOM with its hardware is recorded yet.
+CALLED_FITTING = {
+    "peft-fsdp-qlora-llama2-70b-2gpu-offload",
+    "peft-deepspeed-zero3-qlora-llama2-70b-2x40gb",
+    "peft-deepspeed-zero3-lora-llama2-70b-8xh100",
+}
+
+
+def test_the_fit_rule_on_the_gpus_the_published_runs_trained_on(capsys):
+    called, upper_edge_called = set(), set()
+    for case_id, gib in TRAINED_ON_GIB.items():
+        case = CASES[case_id]
+        argv = [str(REPO_ROOT / a) if a.startswith("tests/fixtures/") else a for a in case["planner_args"]]
+        assert pt.main([*argv, "--gpu-memory-gib", f"{gib:.4f}", "--host-memory-gib", "4096", "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        candidate = next(c for c in data["candidates"] if c["strategy"] == case["strategy"])
+        if candidate["fits"]:
+            called.add(case_id)
+        if candidate["per_gpu_band_gib"]["high"] <= candidate["usable_gib"] * (1 - candidate["headroom"]):
+            upper_edge_called.add(case_id)
+    assert called == CALLED_FITTING, sorted(called)
+    assert len(upper_edge_called) == 1 and upper_edge_called < called
+    with capsys.disabled():
+        print(f"\ntrained runs called fitting: calibration {len(called)}/{len(TRAINED_ON_GIB)} (upper edge: "
+              f"{len(upper_edge_called)}/{len(TRAINED_ON_GIB)}); held apart: none recorded")  # fmt: skip

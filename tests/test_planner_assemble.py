@@ -49,9 +49,12 @@ def test_nothing_fits_ends_with_ranked_smallest_changes_with_numbers(capsys):
     assert changes and all(c["per_gpu_text"].endswith("%)") for c in changes)
     ranks = [plan_assemble.STEP_RANK[c["step"]] for c in changes]
     assert ranks == sorted(ranks)
-    first_fit = next(c for c in changes if c["fits"])
+    # QLoRA fits alone but changes what is trained, so the pairs are tried too: bf16 weights with a smaller
+    # micro-batch keeps LoRA and is what the templates are for; offload comes after it.
+    first_fit = next(c for c in changes if c["fits"] and not c["changes_what_is_trained"])
     assert "--model-dtype bfloat16" in first_fit["change"] and "--micro-batch" in first_fit["change"]
-    assert first_fit["candidate"]["per_gpu_band_gib"]["high"] <= 24 * 0.9
+    assert first_fit["candidate"]["per_gpu_gib"] <= 24 * 0.9
+    assert data["verdict"]["change"] == first_fit["change"]
     offload = [i for i, c in enumerate(changes) if c["step"] == "offload"]
     assert offload and min(offload) > changes.index(first_fit)
     trl = next(c["command"] for c in data["commands"] if " trl " in f" {c['command']}")
@@ -109,7 +112,7 @@ def test_128k_sft_on_8_h100_gets_a_context_parallel_change_that_fits(capsys, qwe
     assert data["verdict"]["change"].startswith("--cp-size ") and not data["verdict"]["changes_what_is_trained"]
     cp = next(c for c in data["smallest_changes"] if c["change"] == data["verdict"]["change"])
     assert cp["step"] == "kernels" and cp["candidate"]["strategy"] == "fsdp2"
-    assert cp["candidate"]["per_gpu_band_gib"]["high"] <= 80 * 0.9
+    assert cp["candidate"]["per_gpu_gib"] <= 80 * 0.9
     assert any("parallelism_config_cp_size" in c["note"] for c in data["commands"])
     size = int(data["verdict"]["change"].split()[1])
     asked = _plan(capsys, *_long_sft(qwen3_8b), "--cp-size", str(size))

@@ -66,15 +66,19 @@ def test_total_is_printed_with_its_band():
     assert text == f"27.4 GiB (exact states 17.3 + approx 10.1, ±{pmem.APPROX_BAND * 100:.0f}%)"
 
 
-def test_fit_verdict_uses_the_upper_edge_of_the_band():
-    # 20 GiB exact + 4 GiB approx = 24 GiB fits under 90% of 30 GiB (27), but the upper edge 20 + 4 * 1.25 = 25 too;
-    # 20 + 6 = 26 fits by its point value, not by its upper edge 27.5.
-    fits = _estimate(20, 4)
-    pmem.judge(fits, 30 * GB, 0.10, None)
-    assert fits.fits is True
-    edge = _estimate(20, 6)
-    pmem.judge(edge, 30 * GB, 0.10, None)
-    assert edge.total_bytes < 27 * GB and edge.fits is False and "upper edge" in edge.reason
+def test_fit_verdict_uses_the_point_estimate_and_says_when_it_is_tight():
+    # Under 90% of 30 GiB (27): 20 exact + 4 approx = 24 fits with its upper edge 25 inside too; 20 + 6 = 26 fits by
+    # its point value although its upper edge 27.5 is above (said: tight); 20 + 8 = 28 does not fit.
+    assert pmem.FIT_POSITION == 0.0
+    roomy = _estimate(20, 4)
+    pmem.judge(roomy, 30 * GB, 0.10, None)
+    assert roomy.fits is True and "tight" not in roomy.reason
+    tight = _estimate(20, 6)
+    pmem.judge(tight, 30 * GB, 0.10, None)
+    assert tight.fits is True and "tight" in tight.reason and tight.upper_bytes > 27 * GB
+    over = _estimate(20, 8)
+    pmem.judge(over, 30 * GB, 0.10, None)
+    assert over.fits is False and "point estimate" in over.reason
 
 
 def test_grpo_logits_cover_the_completion_tokens_only(capsys) -> None:

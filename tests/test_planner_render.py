@@ -26,7 +26,7 @@ def test_the_verdict_block_is_the_verdicts_own_lines() -> None:
         "Verdict: does not fit: x",
         "Lint: errors: num-processes",
         "  warnings: none",
-        "Require fit: FAILED (does not fit; exit 1)",
+        "Require fit: FAILED (exit 1: does not fit)",
         "Require lint clean: FAILED (lint errors above)",
     ]
     assert verdict.exit_code == 1

@@ -18,9 +18,9 @@ def _commands(**flags):
 def test_an_offload_change_names_its_preset_settings() -> None:
     plan, out = _commands(params="70B", method="qlora", trainer="sft", gpus=2, gpu_memory_gib=24.0, micro_batch=4)
     assert plan.recommended is None and plan.alternative_pick is not None
-    assert plan.alternative_pick.strategy == "zero3-offload-all"
+    assert plan.alternative_pick.strategy == "fsdp2-offload"
     notes = " ".join(c["note"] for c in out.commands)
-    assert "start from TRL preset zero3" in notes and "offload_param_device: cpu" in notes
+    assert "start from TRL preset fsdp2" in notes and "fsdp_offload_params: true" in notes
     assert out.config_fields["per_device_train_batch_size"] == plan.alternative_pick.setup.micro_batch
 
 

@@ -107,7 +107,7 @@ def _best(candidates: List[Estimate], offload: bool) -> Optional[Estimate]:
     pool = [c for c in candidates if ("offload" in c.strategy) == offload]
     if not pool:
         return None
-    return next((c for c in pool if c.fits), min(pool, key=lambda c: c.upper_bytes))
+    return next((c for c in pool if c.fits), min(pool, key=lambda c: c.verdict_bytes))
 
 
 def smallest_changes(
@@ -168,7 +168,8 @@ def smallest_changes(
             singles.append(Change("adapters", label, best, changes))
     singles.extend(sequence_parallel_changes(facts, setup, split, run_sharded))
     pairs: List[Change] = []
-    if not any(c.fits for c in singles) and setup.micro_batch > 1:
+    # Pairs when no single change fits that keeps what is trained (a QLoRA that fits does not end the search).
+    if not any(c.fits and not c.changes_training for c in singles) and setup.micro_batch > 1:
         for label, m, dtype, changes in adapters:
             found = shrink(m, dtype, False)
             if found:

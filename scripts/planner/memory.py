@@ -63,9 +63,11 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
                   activations and logits per GPU for seq_len/k tokens; model states still shard over all N
                   GPUs (accelerate folds cp into the FSDP mesh); N must be a multiple of k; SP needs the
                   attention heads divisible by k; GRPO/RLOO/AsyncGRPO refuse both
-    band          the approximate terms carry +-25%; a candidate fits when exact + approx * 1.25 (the upper
-                  edge) <= usable * (1 - headroom), default headroom 10%. Checked against published measured
-                  runs (tests/fixtures/calibration/): planned/published 0.86-1.13 per GPU
+    band          the approximate terms carry +-25%; the fit rule: a candidate fits when exact + approx (the
+                  point estimate) <= usable * (1 - headroom), default headroom 10%; when the band's upper edge is
+                  above that, the verdict says "tight". Checked against published measured runs
+                  (tests/fixtures/calibration/): planned/published 0.86-1.13 per GPU; of the 5 that state their
+                  GPU size, 3 are called fitting (the upper edge called 1); the 2 missed ran at 90-98% of the GPU
     host RAM      per node, approximate (+-25%, the verdict uses the upper edge, checked for every candidate
                   against --host-memory-gib): offloaded states (partitioned over all ranks: ZeRO-2 offload
                   16P*n/N, ZeRO-3 16P or 18P *n/N; DeepSpeed's own estimator is shown as DeepSpeed's) + loading
@@ -106,6 +108,11 @@ TRAIN_OVERHEAD_GIB = 2.5
 # Band on the approximate terms (activations, gather buffers, overheads): wide enough that every published measured
 # run in tests/fixtures/calibration/ lies inside it (tests/test_calibration.py); the fit verdict uses total + band.
 APPROX_BAND = 0.25
+# Where the fit verdict sits inside the band: -1 the lower edge, 0 the point estimate, +1 the upper edge. The upper
+# edge called published runs that trained "does not fit" (4 of the 5 calibration runs with a stated GPU size, the PEFT
+# docs' FSDP + QLoRA 70B on 2 x 24 GB among them); the point estimate calls 3 of 5 fitting (tests/test_calibration.py),
+# and the two it misses ran at 90-98% of the GPU, inside the default 10% headroom. The band stays in the output.
+FIT_POSITION = 0.0
 # PyTorch's caching allocator keeps blocks freed between forward and backward reserved, and published figures
 # (nvidia-smi, reserved memory) include them: a named term, 25% of the transient working set (activations,
 # recompute, gathered blocks, logits). The 25% is fitted to the published runs in tests/fixtures/calibration/.
@@ -223,8 +230,13 @@ class Estimate:
 
     @property
     def upper_bytes(self) -> int:
-        """The upper edge of the band: exact states + approximate terms * (1 + band). The fit verdict uses it."""
+        """The upper edge of the band: exact states + approximate terms * (1 + band)."""
         return self.states_bytes + int(self.approx_bytes * (1 + self.band))
+
+    @property
+    def verdict_bytes(self) -> int:
+        """What the fit verdict compares with the usable memory: the point in the band at FIT_POSITION."""
+        return self.states_bytes + int(self.approx_bytes * (1 + FIT_POSITION * self.band))
 
     @property
     def lower_bytes(self) -> int:
@@ -627,11 +639,9 @@ def judge(candidate: Estimate, usable_bytes: int, headroom: float, host_limit: O
     candidate.usable_bytes = usable_bytes
     candidate.headroom = headroom
     limit = usable_bytes * (1 - headroom)
-    if candidate.upper_bytes > limit:
+    if candidate.verdict_bytes > limit:
         candidate.fits = False
-        candidate.reason = (
-            f"needs up to {candidate.upper_bytes / GIB:.1f} GiB (upper edge of the band) > {limit / GIB:.1f} GiB"
-        )
+        candidate.reason = f"needs {candidate.verdict_bytes / GIB:.1f} GiB (the point estimate) > {limit / GIB:.1f} GiB"
     elif host_limit is not None and candidate.host_upper is not None and candidate.host_upper > host_limit:
         candidate.fits = False
         candidate.reason = (
@@ -639,6 +649,10 @@ def judge(candidate: Estimate, usable_bytes: int, headroom: float, host_limit: O
         )
     else:
         candidate.fits = True
-        candidate.reason = (
-            f"{limit / GIB - candidate.upper_bytes / GIB:.1f} GiB spare after headroom at the upper edge of the band"
-        )
+        spare = (limit - candidate.verdict_bytes) / GIB
+        candidate.reason = f"{spare:.1f} GiB spare after headroom at the point estimate"
+        if candidate.upper_bytes > limit:
+            candidate.reason += (
+                f"; tight: the band's upper edge ({candidate.upper_bytes / GIB:.1f} GiB) is above the limit, "
+                "smoke-test a few steps first"
+            )

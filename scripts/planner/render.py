@@ -52,7 +52,7 @@ def candidate_dict(c: Estimate) -> Dict[str, Any]:
             "low": round(c.lower_bytes / GIB, 2),
             "high": round(c.upper_bytes / GIB, 2),
             "approx_fraction": c.band,
-            "verdict_uses": "high",
+            "verdict_uses": "point",
         },
         "per_gpu_text": c.total_text(),
         "model_states_gib_exact": round(c.states_bytes / GIB, 2),
@@ -235,10 +235,7 @@ def render_text(
             if tried:
                 out.append(
                     "  also tried (does not fit): "
-                    + "; ".join(
-                        f"{change.label} ({change.candidate.upper_bytes / GIB:.1f} GiB at the upper edge)"
-                        for change in tried
-                    )
+                    + "; ".join(f"{change.label} ({change.candidate.verdict_bytes / GIB:.1f} GiB)" for change in tried)
                 )
             chosen = chosen_change(plan.changes)
             if chosen is not None:

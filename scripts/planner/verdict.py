@@ -150,10 +150,10 @@ class Verdict:
                 out.append("Require fit: met (fits as asked)")
             elif self.fit.state == FITS_WITH_CHANGE:
                 out.append(
-                    f"Require fit: FAILED (fits only with a change: {self.fit.change}; exit {EXIT_NEEDS_CHANGE})"
+                    f"Require fit: FAILED (exit {EXIT_NEEDS_CHANGE}: fits only with a change: {self.fit.change})"
                 )
             else:
-                out.append(f"Require fit: FAILED (does not fit; exit {EXIT_FAILED})")
+                out.append(f"Require fit: FAILED (exit {EXIT_FAILED}: does not fit)")
         if self.require_lint_clean and self.lint_ran:
             out.append(f"Require lint clean: {'FAILED (lint errors above)' if self.lint_errors else 'met'}")
         return out
