@@ -235,3 +235,61 @@ def test_help_formatter_wraps_prose_at_the_width_and_keeps_examples_whole(monkey
     assert example in lines
     assert all(len(line) <= WIDTH for line in lines if line != example)
     assert any(line.startswith("word word") for line in lines)
+
+
+# --- issue 21: secrets by value whatever their shape, scrub before wrapping, time linear in the input -------------
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("VLLM_API_KEY=JBSWY3DPEHPK3PXPQ7RZ2M4NW6", "JBSWY3DPEHPK3PXPQ7RZ2M4NW6"),  # upper case and digits
+        ("NCCL_IB_AUTH_KEY=84729103657482019376", "84729103657482019376"),  # digits only
+        ("password: hunter2x9", "hunter2x9"),
+        ("vllm serve m --api-key s3cr3tValue9 --port 8000", "s3cr3tValue9"),
+        ("--hf-token 'abcdef123456'", "abcdef123456"),
+        ("HTTPS_PROXY=http://user:pass word9z@proxy:3128", "word9z"),
+    ],
+)
+def test_secrets_of_any_shape_in_secret_named_places_are_scrubbed(text: str, secret: str) -> None:
+    assert secret not in scrub(text) and REDACTED in scrub(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["--auth-env SERVER_TOKEN", "--tokenizer meta-llama/Llama-3-8B", "time: 12:30:45", "http://host:8080/x?a=1"],
+)
+def test_names_and_plain_values_next_to_secret_words_stay(text: str) -> None:
+    assert scrub(text) == text
+
+
+def test_text_is_scrubbed_before_it_is_wrapped() -> None:
+    """A key longer than the line used to be cut by the wrap, and neither half matched its shape afterwards."""
+    key = "sk-proj-" + "A1b2C3d4" * 20
+    wrapped = fit_width(f"main_process_ip: https://x:{'p' * 30}@host  api {key}")
+    assert "A1b2C3d4" not in wrapped and "ppppppppp" not in wrapped
+    assert all(len(line) <= 100 for line in wrapped.splitlines())
+
+
+def _per_byte(text: str, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(repeat):
+            fit_width(text)
+        best = min(best, (time.perf_counter() - start) / repeat)
+    return best / len(text)
+
+
+@pytest.mark.serial
+@pytest.mark.parametrize(
+    "unit",
+    ["a" * 50 + " @", "eyJ_", "ab@", "eyJaaaaaaaaaaaa.", "x=y ", "'a'", "http://u:", "token=" + "Z" * 30 + "@"],
+    ids=["run-with-at", "jwt-run", "many-at", "jwt-segments", "assignments", "quotes", "schemes", "token-at"],
+)
+def test_scrub_and_wrap_are_linear_1mb_against_1kb(unit: str) -> None:
+    """Time per byte on 1 MB within 8x of that on 1 kB (a quadratic pattern is 1000x): the userinfo rule once
+    backtracked over every character of a long run when an "@" was anywhere, and so did a long eyJ_ run."""
+    small = (unit * (1000 // len(unit) + 1))[:1000]
+    large = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
+    assert _per_byte(large, 1) < 8 * _per_byte(small, 200)

@@ -228,3 +228,63 @@ def test_http_silent_listener_respects_the_deadline() -> None:
         assert past.error_kind == "deadline"
     finally:
         listener.close()
+
+
+# --- structured documents measured before parsing; statuses (issue 21) ---------------------------------------------
+
+from common.read import MAX_NESTING, StructureError, measure_json, measure_yaml, read_whole  # noqa: E402
+
+
+@pytest.mark.parametrize("depth", [10**5, 10**6])
+def test_deep_json_is_refused_by_the_scan_before_any_parser(depth: int) -> None:
+    with pytest.raises(StructureError, match=f"nests deeper than {MAX_NESTING} levels") as info:
+        measure_json('{"a": ' + "[" * depth + "]" * depth + "}")
+    assert info.value.limit == "nesting"
+
+
+def test_json_brackets_inside_strings_do_not_count_and_the_scan_is_linear() -> None:
+    measure_json('{"a": "' + "[" * 10_000 + '\\"[[[", "b": [[1]]}')
+    started = time.monotonic()
+    measure_json("[]" * 14_000_000)  # 28 MB, wide not deep
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x: " + "[" * 100_000 + "]" * 100_000,  # flow
+        "x:\n  " + "- " * 100_000 + "a\n",  # inline block entries
+        "".join(" " * i + f"k{i}:\n" for i in range(70)),  # indentation
+        "a: 'it''s [ok'\nb: " + "{a: " * 70 + "1" + "}" * 70,  # a quoted scalar does not hide what follows
+    ],
+    ids=["flow", "inline-entries", "indentation", "after-a-quoted-scalar"],
+)
+def test_deep_yaml_is_refused_by_the_scan(text: str) -> None:
+    with pytest.raises(StructureError, match="nests deeper than 64 levels"):
+        measure_yaml(text)
+
+
+def test_yaml_anchors_and_aliases_are_counted_and_ordinary_configs_pass() -> None:
+    with pytest.raises(StructureError, match="more than 100 aliases") as info:
+        measure_yaml("a: &a [1]\n" + "".join(f"b{i}: *a\n" for i in range(101)))
+    assert info.value.limit == "aliases"
+    with pytest.raises(StructureError, match="more than 100 anchors"):
+        measure_yaml("".join(f"b{i}: &x{i} 1\n" for i in range(101)))
+    measure_yaml(
+        "compute_environment: LOCAL_MACHINE  # a comment with [[[ brackets\n"
+        'fsdp_config:\n  fsdp_version: 2\ngpu_ids: [0, 1]\nname: "[[[[["\nlist:\n  - a\n  - - b\n'
+    )
+
+
+def test_statuses_say_what_the_input_is(tmp_path: Path) -> None:
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 10)
+    statuses = {}
+    for name, path in (("missing", tmp_path / "nope"), ("folder", tmp_path), ("dev-zero", Path("/dev/zero"))):
+        with pytest.raises(InputError) as info:
+            read_whole(str(path), 4)
+        statuses[name] = info.value.status
+    with pytest.raises(InputError, match="too large") as info:
+        read_whole(str(big), 4)
+    statuses["big"] = info.value.status
+    assert statuses == {"missing": "not_found", "folder": "not_regular", "dev-zero": "not_regular", "big": "too_large"}

@@ -72,7 +72,8 @@ _TOKEN_SHAPES = re.compile(
             r"xox[abposre]-[A-Za-z0-9\-]{10,}",  # Slack
             r"AIza[0-9A-Za-z_\-]{30,}",  # Google API keys
             r"npm_[A-Za-z0-9]{30,}",  # npm
-            r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",  # JWT
+            # JWT; starts only where a token run starts, so a long "eyJ_eyJ_..." run is scanned once, not per "eyJ"
+            r"(?<![_\-])eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",
         )
     )
     + ")"
@@ -93,7 +94,16 @@ _EXACT_NAME = re.compile(
 _SECRET_WORD = re.compile(r"(?i)token|key|secret|password|passwd|pwd|auth|credential")
 # One pass over name=value pairs (a linear scan: the name is a whole identifier); the callback decides.
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z0-9_\-]+)(?P<sep>\s*=\s*[\"']?)(?P<value>[^\s&,;\"'<>)\]}]+)"
+    r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z0-9_\-]+)(?P<sep>[ \t]*(?:=|:(?=[ \t]))[ \t]*[\"']?)(?P<value>[^\s&,;\"'<>)\]}]+)"
+)
+# "--api-key X", "--hf-token X": a flag whose last word names a secret, then its value after a space.
+_SECRET_FLAG = re.compile(
+    r"(?i)(?<![A-Za-z0-9_\-])(--?(?:[A-Za-z0-9]+[-_])*(?:key|token|secret|password|passwd|pwd)[ \t]+[\"']?)"
+    r"(?P<value>[^\s\"'-][^\s\"']*)"
+)
+# "scheme://user:pass word@host": a URL password with a space, up to the first "@" before a host (bounded).
+_URL_SPACED_PASSWORD = re.compile(
+    r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://[^\s/@:]{0,256}:)(?P<value>[^\n@]{1,128}?)(?=@[A-Za-z0-9\[_])"
 )
 # "hf_token": "value" in JSON or a dict repr.
 _QUOTED_ASSIGNMENT = re.compile(r"(?P<name>(?P<q>[\"'])[A-Za-z0-9_\-]+(?P=q)\s*:\s*[\"'])(?P<value>[^\"'\s]+)")
@@ -101,17 +111,24 @@ _COMMON_VALUE = re.compile(
     r"(?i)^(?:[-+]?[0-9][0-9.,_:]*|true|false|yes|no|on|off|none|null|nil|unset|empty|auto|default|"
     r"[a-z]{1,7}|\*+|x+|<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|[~.]?/.*|[A-Za-z]:\\.*)$"
 )
-_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*_[A-Z0-9_]*$")  # a variable's name given as a value (SERVER_TOKEN)
+# What a secret-named value may be and still be shown: booleans, placeholders, paths, short words (not numbers:
+# NCCL_IB_AUTH_KEY=84729103657482019376 is a secret, and so is an upper-case base32 one).
+_PLAIN_VALUE = re.compile(
+    r"(?i)^(?:true|false|yes|no|on|off|none|null|nil|unset|empty|auto|default|[a-z]{1,7}|\*+|x+|<[^>]*>|"
+    r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|[~.]?/.*|[A-Za-z]:\\.*)$"
+)
 _SCHEMES_WORDS = ("basic", "bearer", "token", "digest")
-_RUN_WITH_AT = re.compile(r"[^\s@]*@\S*")
+_RUN_WITH_AT = re.compile(r"(?<![^\s@])[^\s@]*@\S*")  # starts only at a run's start: linear, never per character
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
 def looks_like_secret(value: str) -> bool:
-    """Whether a value of a secret-sounding name should be hidden: not a number, boolean, path, placeholder or
-    short word, and at least 8 characters."""
+    """Whether a value of a secret-sounding name should be hidden: at least 8 characters and not a boolean, path,
+    placeholder, short word or another variable's name. Digits alone and upper-case letters and digits count as
+    secrets (a PIN-like key, a base32 one)."""
     value = value.strip().strip("\"'")
-    if len(value) < MIN_FRAGMENT or _COMMON_VALUE.match(value) or _ENV_NAME.match(value):
+    if len(value) < MIN_FRAGMENT or _PLAIN_VALUE.match(value) or _ENV_NAME.match(value):
         return False
     return not value.startswith(REDACTED)
 
@@ -181,17 +198,15 @@ class Scrubber:
 
 
 def _drop_fragments(text: str, secret: str) -> str:
-    """Replace every run of 8+ characters of ``text`` that also occurs inside ``secret``."""
+    """Replace every 8-character window of ``text`` that also occurs inside ``secret`` (overlapping windows merge).
+    Time linear in ``text`` for a given secret: one ``find`` scan per window of the secret."""
     k = MIN_FRAGMENT
     grams = {secret[i : i + k] for i in range(len(secret) - k + 1)}
     spans: List[Tuple[int, int]] = []
     for gram in grams:
         start = text.find(gram)
         while start >= 0:
-            end = start + k
-            while end < len(text) and text[start : end + 1] in secret:
-                end += 1
-            spans.append((start, end))
+            spans.append((start, start + k))
             start = text.find(gram, start + 1)
     if not spans:
         return text
@@ -221,6 +236,9 @@ def scrub_shapes(text: str) -> str:
         lambda m: m.group(0) if m.group(2).lower() in _SCHEMES_WORDS else m.group(1) + REDACTED, text
     )
     text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+    if "://" in text:
+        text = _URL_SPACED_PASSWORD.sub(_spaced_password, text)
+    text = _SECRET_FLAG.sub(_secret_flag, text)
     text = _ASSIGNMENT.sub(_assignment, text)
     text = _QUOTED_ASSIGNMENT.sub(
         lambda m: (
@@ -233,6 +251,20 @@ def scrub_shapes(text: str) -> str:
     if "@" in text:
         text = _RUN_WITH_AT.sub(lambda m: _userinfo(m.group(0)), text)
     return text
+
+
+def _spaced_password(match: re.Match[str]) -> str:
+    value = match.group("value")
+    if " " not in value or value.startswith(REDACTED):
+        return match.group(0)  # no space: the userinfo rule below sees the whole run
+    return match.group(1) + REDACTED
+
+
+def _secret_flag(match: re.Match[str]) -> str:
+    value = match.group("value")
+    if value.startswith((REDACTED, "$", "<")) or value.lower() in ("empty", "none", "null"):
+        return match.group(0)
+    return match.group(1) + REDACTED
 
 
 def _assignment(match: re.Match[str]) -> str:
@@ -382,7 +414,11 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def fit_width(text: str, width: int = WIDTH) -> str:
-    """Wrap every line longer than ``width`` at spaces; continuation lines keep the indent plus four spaces."""
+    """Wrap every line longer than ``width`` at spaces; continuation lines keep the indent plus four spaces.
+
+    The text is scrubbed first: a secret cut by a wrap would no longer match its shape when the output is scrubbed
+    again on its way out. Linear in the length of ``text`` (an offset walks each line; nothing is re-sliced)."""
+    text = scrub(text)
     out: List[str] = []
     for line in text.split("\n"):
         if len(line) <= width:
@@ -390,22 +426,28 @@ def fit_width(text: str, width: int = WIDTH) -> str:
             continue
         indent = len(line) - len(line.lstrip(" "))
         follow = " " * min(indent + 4, width // 2)
-        current = line
-        first = True
-        while len(current) > width:
-            prefix_len = 0 if first else len(follow)
-            cut = current.rfind(" ", prefix_len + 1, width + 1)
-            if cut <= prefix_len or current[:cut].strip() == "":
-                cut = width  # one word longer than the line: break it
-                out.append(current[:cut])
-                rest = current[cut:]
-            else:
-                out.append(current[:cut].rstrip())
-                rest = current[cut + 1 :].lstrip(" ")
-            current = follow + rest
-            first = False
-        out.append(current)
+        out.extend(_wrap_line(line, width, follow))
     return "\n".join(out)
+
+
+def _wrap_line(line: str, width: int, follow: str) -> List[str]:
+    """The pieces of one long line: the first ``width`` wide, the rest ``follow`` plus what fits after it."""
+    pieces: List[str] = []
+    start, room, prefix = 0, width, ""
+    while len(line) - start > room:
+        cut = line.rfind(" ", start + 1, start + room + 1)
+        if cut <= start or not line[start:cut].strip():
+            cut = start + room  # one word longer than the line: break it
+            pieces.append(prefix + line[start:cut])
+            start = cut
+        else:
+            pieces.append((prefix + line[start:cut]).rstrip())
+            start = cut + 1
+            while start < len(line) and line[start] == " ":
+                start += 1
+        prefix, room = follow, width - len(follow)
+    pieces.append(prefix + line[start:])
+    return pieces
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -5,6 +5,9 @@
   never more than ``limit`` bytes, and say whether they truncated.
 - :func:`run_capped` runs a command with a byte cap per stream and a deadline; on either overrun its whole process
   group is killed, and a grandchild that keeps the pipes open cannot hold the reader.
+- :func:`measure_json` / :func:`measure_yaml` measure a structured document before any recursive parser sees it:
+  nesting depth by one linear scan of the text (no recursion), and for YAML the count of anchors and aliases, each
+  against one limit; a document over a limit raises :class:`StructureError` naming that limit.
 - :func:`http_get` sends one GET with a byte cap on the body, a per-read timeout that never passes the total
   deadline, and no decompression (``Accept-Encoding: identity``; an encoded body is reported, never inflated).
 
@@ -15,20 +18,29 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
+import re
 import stat
 import time
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 __all__ = [
+    "MAX_ALIASES",
+    "MAX_ANCHORS",
+    "MAX_NESTING",
     "CommandResult",
     "HttpResult",
     "InputError",
     "ReadResult",
+    "StructureError",
     "http_get",
+    "measure_json",
+    "measure_yaml",
     "read_bytes",
     "read_text",
     "read_text_or_none",
+    "read_whole",
     "run_capped",
 ]
 
@@ -43,12 +55,17 @@ _CHUNK = 65536
 
 
 class InputError(Exception):
-    """An input that cannot be read. ``reason`` is a short phrase ("not a regular file (FIFO)"), never the data."""
+    """An input that cannot be read. ``reason`` is a short phrase ("a FIFO, not a regular file"), never the data.
 
-    def __init__(self, path: str, reason: str) -> None:
+    ``status`` says which kind of failure it is, for a JSON report: ``not_found`` (no such file), ``not_regular``
+    (a directory, FIFO, device or socket), ``too_large`` (over the byte limit; never parsed as a prefix) or
+    ``unreadable`` (anything else: permissions, a link loop, an invalid path)."""
+
+    def __init__(self, path: str, reason: str, status: str = "unreadable") -> None:
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+        self.status = status
 
 
 class ReadResult(NamedTuple):
@@ -88,6 +105,10 @@ def _os_reason(error: OSError) -> str:
     return error.strerror or type(error).__name__
 
 
+def _os_status(error: OSError) -> str:
+    return "not_found" if error.errno == errno.ENOENT else "unreadable"
+
+
 def read_bytes(path: str, limit: int = DEFAULT_FILE_LIMIT) -> ReadResult:
     """At most ``limit`` bytes of the regular file ``path``. Raises :class:`InputError` for anything else."""
     path = os.fspath(path)
@@ -96,27 +117,27 @@ def read_bytes(path: str, limit: int = DEFAULT_FILE_LIMIT) -> ReadResult:
     try:
         before = os.stat(path)
     except OSError as error:
-        raise InputError(path, _os_reason(error)) from None
+        raise InputError(path, _os_reason(error), _os_status(error)) from None
     except ValueError:
         raise InputError(path, "invalid path") from None
     if not stat.S_ISREG(before.st_mode):
-        raise InputError(path, f"{_kind(before.st_mode)}, not a regular file")
+        raise InputError(path, f"{_kind(before.st_mode)}, not a regular file", "not_regular")
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     try:
         fd = os.open(path, flags)
     except OSError as error:
-        raise InputError(path, _os_reason(error)) from None
+        raise InputError(path, _os_reason(error), _os_status(error)) from None
     try:
         after = os.fstat(fd)
         if not stat.S_ISREG(after.st_mode):  # swapped between stat and open
-            raise InputError(path, f"{_kind(after.st_mode)}, not a regular file")
+            raise InputError(path, f"{_kind(after.st_mode)}, not a regular file", "not_regular")
         chunks: List[bytes] = []
         size = 0
         while size <= limit:
             try:
                 chunk = os.read(fd, min(_CHUNK, limit + 1 - size))
             except BlockingIOError:
-                raise InputError(path, "would block (not a regular file)") from None
+                raise InputError(path, "would block (not a regular file)", "not_regular") from None
             except OSError as error:
                 raise InputError(path, _os_reason(error)) from None
             if not chunk:
@@ -134,10 +155,16 @@ def read_bytes(path: str, limit: int = DEFAULT_FILE_LIMIT) -> ReadResult:
 def read_text(path: str, limit: int = DEFAULT_FILE_LIMIT) -> str:
     """UTF-8 text (invalid bytes replaced) of a regular file; raises :class:`InputError`, also when it is larger
     than ``limit`` bytes (use :func:`read_bytes` to accept a truncated prefix)."""
+    return read_whole(path, limit).text()
+
+
+def read_whole(path: str, limit: int = DEFAULT_FILE_LIMIT) -> ReadResult:
+    """:func:`read_bytes`, but a file over ``limit`` bytes raises :class:`InputError` (status ``too_large``), so a
+    caller can never parse a truncated prefix."""
     result = read_bytes(path, limit)
     if result.truncated:
-        raise InputError(path, f"larger than {limit:,} bytes")
-    return result.text()
+        raise InputError(path, f"too large (larger than {limit:,} bytes)", "too_large")
+    return result
 
 
 def read_text_or_none(path: str, limit: int = DEFAULT_FILE_LIMIT) -> Optional[str]:
@@ -146,6 +173,104 @@ def read_text_or_none(path: str, limit: int = DEFAULT_FILE_LIMIT) -> Optional[st
         return read_text(path, limit)
     except InputError:
         return None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Structured documents, measured before a parser recurses into them
+# --------------------------------------------------------------------------------------------------------------
+
+MAX_NESTING = 64  # no config, report or answer this bundle reads nests deeper; parsers recurse once per level
+MAX_ANCHORS = 100  # YAML anchors (&name); Accelerate and TRL configs use none
+MAX_ALIASES = 100  # YAML aliases (*name): each can expand a whole subtree, so they are bounded before parsing
+MAX_COLLECTIONS = 20_000  # a sound backstop: every opening bracket and inline "- " counted, closing ones ignored
+
+
+class StructureError(ValueError):
+    """A document refused before parsing. ``limit`` names the bound: nesting, anchors, aliases or collections."""
+
+    def __init__(self, message: str, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\[\s\S]?[^"\\]*)*(?:"|\Z)')
+_BRACKETS_ONLY = bytes(set(range(256)) - set(b"[]{}"))
+_DELTA = [0] * 256
+_DELTA[ord("[")] = _DELTA[ord("{")] = 1
+_DELTA[ord("]")] = _DELTA[ord("}")] = -1
+
+
+def _bracket_depth(text: str) -> int:
+    """The deepest bracket nesting of ``text`` (strings already removed): one pass, no recursion, no Python loop
+    per character."""
+    brackets = text.encode("utf-8", "surrogatepass").translate(None, _BRACKETS_ONLY)
+    if not brackets:
+        return 0
+    return max(0, max(itertools.accumulate(map(_DELTA.__getitem__, brackets))))
+
+
+def _too_deep(depth: int, max_depth: int) -> StructureError:
+    return StructureError(f"nests deeper than {max_depth} levels (at least {depth:,})", "nesting")
+
+
+def measure_json(data: Union[str, bytes], max_depth: int = MAX_NESTING) -> None:
+    """Raise :class:`StructureError` when the JSON text ``data`` nests deeper than ``max_depth``. Linear in its
+    length: strings are skipped by one regular expression that cannot backtrack, brackets counted in C."""
+    text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray)) else data
+    if "[" not in text and "{" not in text:
+        return
+    depth = _bracket_depth(_JSON_STRING.sub("", text))
+    if depth > max_depth:
+        raise _too_deep(depth, max_depth)
+
+
+# A quoted scalar can start only where a token starts: after a line start, a space or a flow indicator.
+_YAML_QUOTED = re.compile(
+    r"""(?:(?<=[\s\[{,:])|^)(?:'[^']*(?:''[^']*)*(?:'|\Z)|"[^"\\]*(?:\\[\s\S]?[^"\\]*)*(?:"|\Z))""",
+    re.MULTILINE,
+)
+_YAML_COMMENT = re.compile(r"(?:(?<=\s)|^)#[^\n]*", re.MULTILINE)
+_YAML_ANCHOR = re.compile(r"(?:(?<=[\s\[{,])|^)&[^\s\[\]{},]+", re.MULTILINE)
+_YAML_ALIAS = re.compile(r"(?:(?<=[\s\[{,])|^)\*[^\s\[\]{},]+", re.MULTILINE)
+_YAML_INLINE_ENTRY = re.compile(r"[-?:][ \t]+(?=[-?][ \t]|[-?]$)", re.MULTILINE)
+_YAML_LINE_LEAD = re.compile(r"[ ]*((?:[-?][ \t]+)*)")
+
+
+def measure_yaml(
+    text: str, max_depth: int = MAX_NESTING, max_anchors: int = MAX_ANCHORS, max_aliases: int = MAX_ALIASES
+) -> None:
+    """Raise :class:`StructureError` when the YAML ``text`` nests deeper than ``max_depth`` (block indentation,
+    inline ``- - -`` entries and flow brackets together), holds more than ``max_anchors`` anchors or
+    ``max_aliases`` aliases, or more than :data:`MAX_COLLECTIONS` collection openings in all (a bound that holds
+    whatever the scan takes for a string). Linear in the length of ``text``; nothing is parsed."""
+    bare = _YAML_COMMENT.sub("", _YAML_QUOTED.sub("''", text))
+    flow = _bracket_depth(bare)
+    if flow > max_depth:
+        raise _too_deep(flow, max_depth)
+    block = 0
+    indents: List[int] = []
+    for line in bare.split("\n"):
+        lead = _YAML_LINE_LEAD.match(line)
+        assert lead is not None  # the pattern matches the empty string
+        if lead.end() == len(line.rstrip()) and not lead.group(1):
+            continue  # blank or comment-only
+        indent = len(line) - len(line.lstrip(" "))
+        while indents and indents[-1] >= indent:
+            indents.pop()
+        indents.append(indent)
+        entries = lead.group(1).count("-") + lead.group(1).count("?")
+        block = max(block, len(indents) + entries)
+    if block + flow > max_depth:
+        raise _too_deep(block + flow, max_depth)
+    anchors = len(_YAML_ANCHOR.findall(text))
+    if anchors > max_anchors:
+        raise StructureError(f"holds more than {max_anchors} anchors (&name): {anchors:,}", "anchors")
+    aliases = len(_YAML_ALIAS.findall(text))
+    if aliases > max_aliases:
+        raise StructureError(f"holds more than {max_aliases} aliases (*name): {aliases:,}", "aliases")
+    openings = text.count("[") + text.count("{") + len(_YAML_INLINE_ENTRY.findall(text))
+    if openings > MAX_COLLECTIONS:
+        raise StructureError(f"holds more than {MAX_COLLECTIONS:,} collection openings: {openings:,}", "collections")
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import datetime
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from common.read import StructureError, measure_yaml
 from common.values import InvalidValue, check_tree
 
 __all__ = ["YamlError", "load", "parse", "pyyaml_available"]
@@ -53,10 +54,17 @@ def load(
 
     PyYAML's ``safe_load`` (its C loader when built) is used when ``prefer_pyyaml`` and it is importable; its
     exception stays reachable as the ``YamlError``'s ``__cause__``. A document over ``max_bytes`` characters, or
-    one whose values exceed ``max_nodes`` once aliases are expanded, or nest deeper than 64 levels, is refused.
+    one that nests deeper than 64 levels or holds over 100 anchors or aliases (measured on the text, before any
+    parser sees it), or whose values exceed ``max_nodes`` once aliases are expanded, is refused.
     """
     if len(text) > max_bytes:
-        raise YamlError(f"the document is larger than {max_bytes:,} characters")
+        raise YamlError(f"the document is too large (larger than {max_bytes:,} characters)")
+    try:
+        measure_yaml(text)  # before any parser recurses into it: depth, anchors and aliases by a linear scan
+    except StructureError as error:
+        raise YamlError(
+            f"the document {error}", None, "pyyaml" if prefer_pyyaml and pyyaml_available() else "builtin"
+        ) from None
     data, parser = _load_unchecked(text, prefer_pyyaml)
     try:
         check_tree(data, "the document", max_nodes=max_nodes)

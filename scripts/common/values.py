@@ -5,7 +5,8 @@
   :class:`InvalidValue` with a message that names the value's label, never echoing a long value.
 - :func:`bounded_float` / :func:`bounded_int` are the same checks as ``argparse`` ``type=`` callables.
 - :func:`load_json` parses strict RFC 8259 JSON (no ``NaN``/``Infinity``, no integer over :data:`MAX_DIGITS`
-  digits, no float that overflows) within a byte cap, a nesting depth and a node count.
+  digits, no float that overflows) within a byte cap, a nesting depth (measured before parsing,
+  ``common.read.measure_json``) and a node count.
 - :func:`check_tree` bounds depth and node count of any parsed tree (YAML included, where aliases make one node
   count once per reference).
 
@@ -18,6 +19,8 @@ import argparse
 import json
 import math
 from typing import Any, Callable, Optional, Union
+
+from common.read import StructureError, measure_json
 
 __all__ = [
     "MAX_DEPTH",
@@ -194,6 +197,10 @@ def load_json(
             data = data.decode("utf-8")
         except UnicodeDecodeError:
             raise NotJson(f"{label} is not UTF-8 text") from None
+    try:
+        measure_json(data, max_depth)  # before json.loads recurses into it
+    except StructureError as error:
+        raise InvalidValue(f"{label} {error}") from None
     try:
         value = json.loads(data, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
     except InvalidValue as error:
