@@ -94,7 +94,8 @@ _EXACT_NAME = re.compile(
 _SECRET_WORD = re.compile(r"(?i)token|key|secret|password|passwd|pwd|auth|credential")
 # One pass over name=value pairs (a linear scan: the name is a whole identifier); the callback decides.
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z0-9_\-]+)(?P<sep>[ \t]*(?:=|:(?=[ \t]))[ \t]*[\"']?)(?P<value>[^\s&,;\"'<>)\]}]+)"
+    r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z0-9_\-]+)(?P<sep>[ \t]*(?:=|:(?=[ \t]))[ \t]*[\"']?)"
+    r"(?P<value>[^\s&,;\"'<>)\]}]+)"
 )
 # "--api-key X", "--hf-token X": a flag whose last word names a secret, then its value after a space.
 _SECRET_FLAG = re.compile(
