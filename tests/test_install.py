@@ -351,7 +351,7 @@ def test_install_check_update_uninstall_for_each_agent(tmp_path: Path, agent: st
 
     # Running a script in the installed copy writes __pycache__: not an edit, not an extra file.
     (target / "scripts" / "__pycache__").mkdir()
-    (target / "scripts" / "__pycache__" / "x.pyc").write_bytes(b"")
+    (target / "scripts" / "__pycache__" / "check_vllm_server.cpython-311.pyc").write_bytes(b"")
     assert run_tool(["--agent", agent, "--check"], home, tmp_path, clone).returncode == 0
 
     # A new release in the checkout: --check sees it, --update installs it.
@@ -555,3 +555,100 @@ def test_readme_lists_each_extension_field_with_what_each_host_does() -> None:
             "disable-model-invocation"
         }
         assert set(frontmatter(REPO_ROOT / relative)["metadata"]) <= {"disco-role", "version"}
+
+
+# ======================================================================================================================
+# Hostile copies and stamps (issue 21): bounded reads, clean refusals, user files never deleted
+# ======================================================================================================================
+
+
+def _installed(tmp_path: Path) -> tuple[Path, Path]:
+    home = tmp_path / "home"
+    home.mkdir()
+    assert run_tool(["--agent", "claude"], home, tmp_path).returncode == 0
+    return home, home / ".claude" / "skills" / SKILL
+
+
+@pytest.mark.parametrize(
+    "relative", ["scripts/__pycache__/notes.pyc", "scripts/__pycache__/mine.txt", "agents/keep.pyc"]
+)
+def test_user_files_named_like_caches_are_extra_and_never_deleted(tmp_path: Path, relative: str) -> None:
+    home, target = _installed(tmp_path)
+    (target / relative).parent.mkdir(parents=True, exist_ok=True)
+    (target / relative).write_text("mine")
+    for action in (["--update"], ["--uninstall"]):
+        result = run_tool(["--agent", "claude", *action], home, tmp_path)
+        assert result.returncode == 1 and "edited after installing" in result.stderr
+    assert (target / relative).read_text() == "mine"
+    assert f"extra: {relative}" in run_tool(["--agent", "claude", "--check"], home, tmp_path).stdout
+
+
+def test_check_sees_a_symlink_to_a_folder(tmp_path: Path) -> None:
+    home, target = _installed(tmp_path)
+    (target / "scripts" / "elsewhere").symlink_to(tmp_path)
+    checked = run_tool(["--agent", "claude", "--check"], home, tmp_path)
+    assert checked.returncode == 1 and "extra: scripts/elsewhere" in checked.stdout
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "deep-json", "huge", "outside-path"])
+def test_a_hostile_stamp_is_not_ours_and_nothing_hangs(tmp_path: Path, kind: str) -> None:
+    """With --project a cloned repository supplies the stamp: a FIFO, a link to /dev/zero, 100,000-deep JSON, an
+    over-long one and one that names files outside the copy are all 'not installed by this tool'."""
+    project = tmp_path / "repo"
+    target = project / ".claude" / "skills" / SKILL
+    target.mkdir(parents=True)
+    (target / "SKILL.md").write_text("the repository's own file")
+    stamp = target / tool.STAMP_NAME
+    if kind == "fifo":
+        os.mkfifo(stamp)
+    elif kind == "dev-zero":
+        stamp.symlink_to("/dev/zero")
+    elif kind == "deep-json":
+        stamp.write_text('{"tool": "' + tool.STAMP_TOOL + '", "files": {}, "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    elif kind == "huge":
+        stamp.write_text('{"tool": "x", "pad": "' + "x" * 5_000_000 + '"}')
+    else:
+        stamp.write_text(json.dumps({"tool": tool.STAMP_TOOL, "files": {"../../../etc/hostname": "0" * 64}}))
+    home = tmp_path / "home"
+    home.mkdir()
+    for action in (["--uninstall"], ["--update"], ["--check"]):
+        result = run_tool(["--agent", "claude", "--project", *action], home, project)
+        assert result.returncode == 1, result.stderr
+        assert "Traceback" not in result.stderr and "not installed by this tool" in result.stdout + result.stderr
+    assert (target / "SKILL.md").read_text() == "the repository's own file"
+
+
+def test_a_fifo_or_dev_zero_link_in_the_copy_and_a_deep_folder_are_refused_cleanly(tmp_path: Path) -> None:
+    home, target = _installed(tmp_path)
+    os.mkfifo(target / "LICENSE.fifo")
+    os.unlink(target / "LICENSE")
+    (target / "LICENSE").symlink_to("/dev/zero")
+    result = run_tool(["--agent", "claude", "--check"], home, tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    deep = target / "scripts"
+    levels = []
+    for _ in range(1100):
+        deep = deep / "d"
+        deep.mkdir()  # one level at a time: os.makedirs recurses
+        levels.append(deep)
+    try:
+        for action in (["--check"], ["--uninstall"]):
+            result = run_tool(["--agent", "claude", *action], home, tmp_path)
+            assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+            assert "nests deeper than" in result.stderr
+        assert target.is_dir()
+    finally:
+        for level in reversed(levels):  # pytest's own cleanup (shutil.rmtree) recurses and would fail later
+            level.rmdir()
+
+
+def test_non_utf8_source_skill_md_and_control_characters_in_paths(tmp_path: Path) -> None:
+    clone = fake_checkout(tmp_path)
+    (clone / "SKILL.md").write_bytes(b"---\nname: \xff\xfe\n---\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    result = run_tool(["--agent", "claude"], home, tmp_path, clone)
+    assert result.returncode == 1 and "not UTF-8" in result.stderr and "Traceback" not in result.stderr
+    odd = tmp_path / "odd\x1b[2Kdir"
+    result = run_tool(["--agent", "dir", "--dest", str(odd), "--uninstall"], home, tmp_path)
+    assert result.returncode == 1 and "\x1b" not in result.stderr and "\\x1b" in result.stderr

@@ -30,6 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+# The bundle's own reading and output rules (regular files only, bounded, never blocking; strict JSON with its
+# depth measured before parsing; the shared scrubber and escaping), without leaving bytecode in scripts/.
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+from common.output import escape_controls, scrub  # noqa: E402
+from common.read import InputError, read_whole  # noqa: E402
+from common.values import InvalidValue, load_json  # noqa: E402
+
 SKILL_NAME = "scaling-and-backends"
 SUB_SKILLS = ("backend-selection", "vllm-reference", "troubleshooting")
 # The installed unit: everything an agent reads or runs, nothing used only to develop the skill.
@@ -48,6 +56,13 @@ AGENT_SKILLS_DIRS = {
     "gemini": (".gemini/skills", ".gemini/skills"),
 }
 AGENTS = (*AGENT_SKILLS_DIRS, "dir")
+
+STAMP_LIMIT = 4_000_000  # a stamp lists about a hundred files; a larger one is not ours
+FILE_LIMIT = 64 * 1024 * 1024  # the largest file hashed; the unit's files are a few kB each
+MAX_DEPTH = 32  # folder levels walked below a copy; the unit is four deep
+MAX_ENTRIES = 100_000  # entries walked below a copy
+_DIGEST_RE = re.compile(r"^[0-9a-f]{64}$")
+_PYC_RE = re.compile(r"^(?P<stem>[^.]+)\.[A-Za-z0-9_\-]+(?:\.opt-[12])?\.pyc$")  # name.cpython-311.opt-1.pyc
 
 _VERSION_RE = re.compile(r"^\s+version:\s*[\"']?([^\"'\s]+)[\"']?\s*$")
 
@@ -107,31 +122,78 @@ def _walk(root: Path, top: Path) -> list[str]:
     return found
 
 
-def present_files(folder: Path) -> list[str]:
-    """Every file under an installed copy except caches and the stamp (used to find extra files)."""
+def _entries(folder: Path) -> list[tuple[str, bool]]:
+    """Every entry under ``folder`` as (relative POSIX path, is a real folder), walked without recursion and
+    without following a symbolic link (a link, to a folder too, is listed as an entry). Refuses a tree deeper than
+    :data:`MAX_DEPTH` or larger than :data:`MAX_ENTRIES`."""
+    found: list[tuple[str, bool]] = []
+    stack: list[tuple[Path, int]] = [(folder, 0)]
+    while stack:
+        here, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise InstallError(f"{folder}: nests deeper than {MAX_DEPTH} folders; not a copy this tool installed")
+        try:
+            with os.scandir(here) as listing:
+                children = sorted(listing, key=lambda entry: entry.name)
+        except OSError as error:
+            raise InstallError(f"cannot list {here}: {error.strerror or error}") from None
+        for child in children:
+            if len(found) >= MAX_ENTRIES:
+                raise InstallError(f"{folder}: more than {MAX_ENTRIES:,} entries; not a copy this tool installed")
+            relative = Path(child.path).relative_to(folder).as_posix()
+            is_dir = child.is_dir(follow_symlinks=False)
+            found.append((relative, is_dir))
+            if is_dir:
+                stack.append((Path(child.path), depth + 1))
+    return found
+
+
+def _is_python_cache(relative: str, stamped: set[str]) -> bool:
+    """A file Python itself writes beside a stamped module: ``dir/__pycache__/mod.<tag>.pyc`` for ``dir/mod.py``.
+    Anything else under ``__pycache__`` or named ``*.pyc`` is the user's file and counts as extra."""
+    parts = relative.split("/")
+    if len(parts) < 2 or parts[-2] not in CACHE_DIR_NAMES:
+        return False
+    match = _PYC_RE.match(parts[-1])
+    return match is not None and "/".join([*parts[:-2], match.group("stem") + ".py"]) in stamped
+
+
+def present_files(folder: Path, stamped: Optional[set[str]] = None) -> list[str]:
+    """Every file (and symbolic link) under an installed copy except the stamp and Python's own caches of stamped
+    modules (used to find extra files). A ``__pycache__`` folder itself is not an entry; what it holds is."""
+    stamped = stamped or set()
     found = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        here = Path(dirpath)
-        dirnames[:] = [name for name in dirnames if name not in CACHE_DIR_NAMES]
-        for name in filenames:
-            if name == STAMP_NAME and here == folder:
-                continue
-            if name.endswith(CACHE_SUFFIXES):
-                continue
-            found.append((here / name).relative_to(folder).as_posix())
+    for relative, is_dir in _entries(folder):
+        if relative == STAMP_NAME:
+            continue
+        if is_dir:
+            continue
+        if _is_python_cache(relative, stamped):
+            continue
+        found.append(relative)
     return sorted(found)
 
 
+def read_file_bytes(path: Path, limit: int = FILE_LIMIT) -> bytes:
+    """A regular file's bytes, never a FIFO, device or folder, never over ``limit``; else :class:`InstallError`."""
+    if path.is_symlink():
+        raise InstallError(f"{path}: is a symbolic link; refusing to follow it")
+    try:
+        return read_whole(str(path), limit).data
+    except InputError as error:
+        raise InstallError(f"{error.path}: {error.reason}") from None
+
+
 def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(read_file_bytes(path)).hexdigest()
 
 
 def skill_version(root: Path) -> str:
     """``metadata.version`` from the frontmatter of ``root/SKILL.md``."""
     try:
-        text = (root / "SKILL.md").read_text(encoding="utf-8")
-    except OSError as error:
-        raise InstallError(f"cannot read {root / 'SKILL.md'}: {error}") from error
+        text = read_file_bytes(root / "SKILL.md", STAMP_LIMIT).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InstallError(f"{root / 'SKILL.md'}: not UTF-8 text (byte {error.start})") from None
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
         raise InstallError(f"{root / 'SKILL.md'}: no frontmatter")
@@ -149,14 +211,31 @@ def skill_version(root: Path) -> str:
 
 
 def read_stamp(folder: Path) -> Optional[dict]:
-    """The stamp this tool wrote into ``folder``, or None when there is none (or it is not ours)."""
+    """The stamp this tool wrote into ``folder``, or None when there is none (or it is not ours: a link, a FIFO,
+    a device, over :data:`STAMP_LIMIT`, too deep, or a file list that is not safe relative paths with digests). A
+    stamp can come from anywhere (a cloned repository holds one with ``--project``), so nothing in it is trusted."""
+    path = folder / STAMP_NAME
+    if path.is_symlink():
+        return None
     try:
-        data = json.loads((folder / STAMP_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_json(read_whole(str(path), STAMP_LIMIT).data, STAMP_NAME, max_bytes=STAMP_LIMIT, max_depth=8)
+    except (InputError, InvalidValue):
         return None
     if not isinstance(data, dict) or data.get("tool") != STAMP_TOOL or not isinstance(data.get("files"), dict):
         return None
+    if not all(_safe_relative(name) and isinstance(digest, str) and _DIGEST_RE.match(digest)
+               for name, digest in data["files"].items()):  # fmt: skip
+        return None
     return data
+
+
+def _safe_relative(name: str) -> bool:
+    """A stamp's file name: a relative POSIX path inside the copy (no ``..``, no absolute path, no controls)."""
+    if not name or name.startswith("/") or "\\" in name or len(name) > 1000:
+        return False
+    if any(ord(char) < 0x20 or char == "\x7f" for char in name):
+        return False
+    return all(part not in ("", ".", "..") for part in name.split("/"))
 
 
 # ======================================================================================================================
@@ -177,7 +256,7 @@ class Comparison:
 
 def compare(expected: dict[str, str], folder: Path) -> Comparison:
     """Files of ``folder`` against ``expected`` (relative path -> SHA-256)."""
-    present = set(present_files(folder))
+    present = set(present_files(folder, set(expected)))
     result = Comparison()
     for relative in sorted(expected):
         if relative not in present:
@@ -278,6 +357,11 @@ def update(source: Path, target: Path, agent: str) -> str:
     return f"updated {SKILL_NAME} {old.get('version', '?')} -> {stamp['version']} in {target}"
 
 
+def shown(text: str) -> str:
+    """What this tool prints: secrets scrubbed, control characters in paths escaped (newlines kept)."""
+    return escape_controls(scrub(text), keep_newlines=True)
+
+
 def uninstall(target: Path) -> str:
     if not target.is_dir() or target.is_symlink():
         raise InstallError(f"{target} is not installed; nothing to remove")
@@ -337,12 +421,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         target = destination(args.agent, args.scope, args.dest)
     except InstallError as error:
-        print(f"install_skill.py: error: {error}", file=sys.stderr)
+        print(shown(f"install_skill.py: error: {error}"), file=sys.stderr)
         return 2
     try:
         if args.check:
             identical, report = check(source, target)
-            print(report)
+            print(shown(report))
             return 0 if identical else 1
         if args.uninstall:
             message = uninstall(target)
@@ -351,9 +435,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         else:
             message = install(source, target, args.agent)
     except (InstallError, OSError) as error:
-        print(f"install_skill.py: {error}", file=sys.stderr)
+        print(shown(f"install_skill.py: {error}"), file=sys.stderr)
         return 1
-    print(message)
+    except RecursionError:
+        print(shown(f"install_skill.py: {target}: nests too deep to walk; refusing"), file=sys.stderr)
+        return 1
+    print(shown(message))
     return 0
 
 
