@@ -24,7 +24,8 @@ def make_env(root: Path, torch: bool = False, python: bool = True, windows: bool
     if python:
         exe = root / ("Scripts/python.exe" if windows else "bin/python")
         exe.parent.mkdir(parents=True, exist_ok=True)
-        exe.write_text("")
+        exe.write_text("#!/bin/sh\n")  # not empty and executable: what a real interpreter link resolves to
+        exe.chmod(0o755)
     site = root / ("Lib/site-packages" if windows else "lib/python3.11/site-packages")
     site.mkdir(parents=True, exist_ok=True)
     if torch:
@@ -253,3 +254,18 @@ def test_the_diagnostic_says_nothing_when_the_active_env_is_the_running_one(tmp_
     report = json.loads(run_diagnostic(project, tmp_path / "home", "--json", env_extra=env_extra).stdout)
     assert report["interpreter"]["message"] is None and report["interpreter"]["suggested_python"] is None
     assert [e["is_current"] for e in report["interpreter"]["environments"]] == [True]
+
+
+@pytest.mark.parametrize("kind", ["empty", "not-executable", "folder"])
+def test_a_file_that_cannot_be_an_interpreter_is_never_suggested(tmp_path: Path, kind: str) -> None:
+    """Issue 21: a 0-byte, non-executable ./.venv/bin/python (or a folder by that name) was recommended."""
+    venv = make_env(tmp_path / "project" / ".venv", torch=True)
+    exe = venv / "bin" / "python"
+    if kind == "empty":
+        exe.write_text("")
+    elif kind == "not-executable":
+        exe.chmod(0o644)
+    else:
+        exe.unlink()
+        exe.mkdir()
+    assert ih.env_python(str(venv)) is None

@@ -143,3 +143,47 @@ def test_the_section_costs_less_than_a_bare_metadata_scan() -> None:
         section = min(section, seconds(lambda: rdiff.release_differences(installed)))
         scan = min(scan, seconds(lambda: diag_packages.scan_distributions(sys.path)))
     assert section < scan, (section, scan)
+
+
+# ---- issue 21: unindexed and unparsable versions, a malformed table ------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["0.29.1", "not-a-version", "1." + "9" * 5000])
+def test_an_unindexed_or_unparsable_trl_says_not_indexed_never_a_count(version: str) -> None:
+    packages = {"trl": {"installed": True, "version": version}}
+    section = rdiff.release_differences(packages)
+    (entry,) = section["packages"]
+    assert entry["status"] == "not_indexed" and entry["indexed_release"] is None
+    lines = rdiff.render_lines(section)
+    assert "not indexed" in lines[1] and "statement(s)" not in " ".join(lines)
+
+
+def test_a_vllm_minor_past_the_index_is_read_against_the_nearest_older_list() -> None:
+    table = rdiff.load_table()
+    newest = table["packages"]["vllm"]["indexed"][-1]
+    major, minor = newest.split(".")[:2]
+    section = rdiff.release_differences({"vllm": {"installed": True, "version": f"{major}.{int(minor) + 1}.0"}})
+    (entry,) = section["packages"]
+    assert entry["status"] == "unverified" and entry["indexed_release"] == newest
+    assert entry["statements"] == [rdiff._statement(table, i) for i in table["packages"]["vllm"]["missing"][newest]]
+    assert f"The list of {newest} applies approximately" in " ".join(rdiff.render_lines(section))
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda t: t["packages"]["trl"].update(indexed=5),
+        lambda t: t["packages"]["trl"].update(missing=[]),
+        lambda t: t["packages"]["trl"]["missing"].update({"1.0.0": ["x"]}),
+        lambda t: t["packages"]["trl"]["missing"].update({"1.0.0": [10**9]}),
+        lambda t: t.update(statements={}),
+        lambda t: t["statements"][0].update(claim=None),
+        lambda t: t["packages"].update(trl=[]),
+    ],
+)
+def test_a_malformed_table_leaves_the_section_out(damage) -> None:
+    table = json.loads(json.dumps(rdiff.load_table()))
+    damage(table)
+    section = rdiff.release_differences({"trl": {"installed": True, "version": "1.0.0"}}, table)
+    assert rdiff.render_lines(section) == [] or section is not None
+    assert section is None or all(isinstance(s["claim"], str) for e in section["packages"] for s in e["statements"])

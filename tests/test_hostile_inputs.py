@@ -457,6 +457,86 @@ def _diag_layout(result: Result) -> Optional[str]:
     return f"bare counts instead of named lists: {counts}" if counts else None
 
 
+def _path_entry_skipped(result: Result) -> Optional[str]:
+    if "PLANTED-SMI-RAN" in result.stdout + result.stderr:
+        return "ran ./nvidia-smi from the working folder (an empty PATH entry)"
+    return (
+        None
+        if "path_entry_skipped" in result.stdout or "PATH holds" in " ".join(result.stdout.split())
+        else ("the skipped PATH entry is not reported")
+    )
+
+
+def _planted_smi(folder: Path) -> None:
+    planted = folder / "nvidia-smi"  # in the working folder, which an empty PATH entry names
+    planted.write_text("#!/bin/sh\necho PLANTED-SMI-RAN\n")
+    planted.chmod(0o755)
+
+
+def _accelerate_status(status: str) -> Callable[[Result], Optional[str]]:
+    def check(result: Result) -> Optional[str]:
+        problem = _strict_json(result)
+        if problem:
+            return problem
+        found = json.loads(result.stdout)["launch"]["accelerate_config"]["status"]
+        return None if found == status else f"accelerate config status {found!r}, expected {status!r}"
+
+    return check
+
+
+def _link_at(relative: str, target: str) -> Callable[[Path], None]:
+    def setup(folder: Path) -> None:
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.symlink_to(target)
+
+    return setup
+
+
+def _long_versions(folder: Path) -> None:
+    for name, version in (("trl", "1." + "9" * 5000), ("vllm", "0." + "9" * 5000)):
+        add_dist(folder / "site", name, "1.0", metadata=f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+
+def _no_line_over(width: int) -> Callable[[Result], Optional[str]]:
+    def check(result: Result) -> Optional[str]:
+        if "9" * 200 in result.stdout.replace("\n", "").replace(" ", ""):
+            return "a 5,000-digit version was printed whole"
+        return text_width_problem(result.stdout, width)
+
+    return check
+
+
+def _odd_sys_root(folder: Path) -> None:
+    net = folder / "root" / "sys" / "class" / "net" / "eth0"
+    net.mkdir(parents=True)
+    (net / "mtu").write_text("9000\u00b2\n")  # a superscript two: str.isdigit() says yes, int() says no
+    (net / "operstate").write_text("up\n")
+    (net / "type").write_text("1\n")
+    ports = folder / "root" / "sys" / "class" / "infiniband" / "mlx5_0" / "ports"
+    for port in range(1, 2001):
+        (ports / str(port)).mkdir(parents=True)
+        (ports / str(port) / "state").write_text("4: ACTIVE\n")
+
+
+def _ports_capped(result: Result) -> Optional[str]:
+    problem = _strict_json(result)
+    if problem:
+        return problem
+    node = json.loads(result.stdout)["node"]
+    ports = [p for d in node["infiniband"]["devices"] for p in d["ports"]]
+    return None if len(ports) <= 64 else f"{len(ports)} InfiniBand ports listed (uncapped)"
+
+
+def _empty_venv_python(folder: Path) -> None:
+    python = folder / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("")  # 0 bytes, not executable
+    site = folder / ".venv" / "lib" / "python3.11" / "site-packages" / "torch"
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text("")
+
+
 def diag_cases() -> List[Case]:
     return [
         Case("diag-metadata-fifo", DIAG, [], 8, SITE_ENV, _then(_site, _fifo_at("site/torch-2.13.0.dist-info/METADATA")),
@@ -553,6 +633,24 @@ def diag_cases() -> List[Case]:
                                 f"raise ImportError('cannot load plugin: api key {SK_KEY} was rejected by the server')\n")),
              secrets=[SK_KEY]),
         Case("diag-text-layout", DIAG, ["--require", "ddp,qlora"], 8, SITE_ENV, _site, codes=(1,), check=_diag_layout),
+        # issue 21, round 2
+        Case("diag-empty-path-entry", DIAG, [], 8, {"PATH": ":{tmp}/bin"},
+             _planted_smi, check=_path_entry_skipped),
+        Case("diag-accelerate-config-directory", DIAG, ["--json"], 8, setup=lambda d: (d / ACCEL).mkdir(parents=True),
+             check=_accelerate_status("not_regular")),
+        Case("diag-accelerate-config-fifo", DIAG, ["--json"], 8, setup=_fifo_at(ACCEL),
+             check=_accelerate_status("not_regular")),
+        Case("diag-accelerate-config-dev-zero", DIAG, ["--json"], 8, setup=_link_at(ACCEL, "/dev/zero"),
+             check=_accelerate_status("not_regular")),
+        Case("diag-accelerate-config-2mb", DIAG, ["--json"], 8,
+             setup=_file(ACCEL, lambda: "distributed_type: MULTI_GPU\n" + "# pad\n" * 350_000),
+             check=_accelerate_status("too_large")),
+        Case("diag-version-5000-digits", DIAG, [], 8, SITE_ENV, _then(_site, _long_versions), codes=(0, 1),
+             check=_no_line_over(100)),
+        Case("diag-sys-mtu-non-ascii-digit-and-many-ib-ports", DIAG, ["--json"], 8,
+             {"CHECK_OPTIONAL_BACKENDS_TEST_ROOT": "{tmp}/root"}, _odd_sys_root, codes=(0, 1), check=_ports_capped),
+        Case("diag-interpreter-hint-empty-venv-python", DIAG, [], 8, setup=_empty_venv_python, codes=(0, 1),
+             check=lambda r: ("./.venv/bin/python" in r.stdout and "an empty ./.venv/bin/python was suggested") or None),
     ]  # fmt: skip
 
 

@@ -297,7 +297,11 @@ def scrub(text: str) -> str:
 # --------------------------------------------------------------------------------------------------------------
 
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ufeff\ud800-\udfff]")
+# C0/C1 controls, DEL, Arabic letter mark, zero-width and joiner marks, bidi marks and overrides, line/paragraph
+# separators, invisible operators, the byte-order mark and lone surrogates: none may reach a report unescaped.
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ud800-\udfff]"
+)
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

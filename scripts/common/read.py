@@ -302,10 +302,20 @@ class CommandResult(NamedTuple):
         }
 
 
+SKIPPED_PATH_ENTRIES: List[str] = []  # PATH entries find_executable skipped (empty or relative), for the report
+
+
 def find_executable(name: str) -> Optional[str]:
-    """The first executable file called ``name`` on PATH, like ``shutil.which`` without importing shutil."""
+    """The first executable file called ``name`` in an absolute PATH entry, like ``shutil.which`` without
+    importing shutil. An empty or relative entry (``::``, ``.``, ``bin``) would run a file from the working folder,
+    which a cloned repository can plant: it is skipped and recorded in :data:`SKIPPED_PATH_ENTRIES`."""
     for folder in os.get_exec_path():
-        candidate = os.path.join(folder or os.curdir, name)
+        if not os.path.isabs(folder):
+            shown = folder or "(empty)"
+            if shown not in SKIPPED_PATH_ENTRIES:
+                SKIPPED_PATH_ENTRIES.append(shown)
+            continue
+        candidate = os.path.join(folder, name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None

@@ -87,7 +87,7 @@ def environment_findings(report: Dict[str, Any]) -> List[Dict[str, str]]:
         if note.startswith("stops at") or "twice" in note or "mixed GPU" in note or ": stops at" in note:
             findings.append(new_finding("warning", "visible_devices", note))
     config = report["launch"]["accelerate_config"]
-    if config["status"] == "malformed":
+    if config["status"] in ("malformed", "not_regular", "too_large", "unreadable"):
         findings.append(
             new_finding(
                 "error",

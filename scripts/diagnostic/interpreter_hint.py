@@ -14,6 +14,7 @@ verdict for the text report and the ``--json`` report (``interpreter`` field).
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from typing import Callable, List, Mapping, NamedTuple, Optional, Tuple
 
@@ -52,9 +53,21 @@ def env_python(prefix: str) -> Optional[str]:
     """The interpreter of the environment rooted at ``prefix`` (POSIX ``bin/``, Windows ``Scripts/`` or root)."""
     for relative in ("bin/python", "bin/python3", "Scripts/python.exe", "python.exe"):
         candidate = os.path.join(os.fspath(prefix), *relative.split("/"))
-        if os.path.isfile(candidate):
+        if _runnable(candidate, windows=relative.endswith(".exe")):
             return candidate
     return None
+
+
+def _runnable(path: str, windows: bool) -> bool:
+    """A file that could be an interpreter: a regular file (a link to one counts), not empty, and executable
+    (on Windows the execute bit does not exist). A 0-byte or non-executable ``bin/python`` is never suggested."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+        return False
+    return windows or os.access(path, os.X_OK)
 
 
 def _site_dirs(prefix: str) -> List[str]:

@@ -8,7 +8,7 @@ import re
 from typing import Any, Dict, List, Tuple
 
 from common.output import looks_like_secret
-from common.read import InputError, read_bytes
+from common.read import InputError, read_whole
 from common.values import load_json
 from diagnostic.base import (
     HF_TOKEN_RE,
@@ -204,15 +204,13 @@ def read_accelerate_config(path: str, packages: Dict[str, Dict[str, Any]]) -> Di
     """Load and check an accelerate config the way ``load_config_from_file`` would, without raising."""
     info: Dict[str, Any] = {"path": path, "status": "not_found", "parser": None, "settings": {}, "problems": []}
     try:
-        read = read_bytes(path, limit=CONFIG_LIMIT)
+        read = read_whole(path, limit=CONFIG_LIMIT)  # over the limit raises: a truncated prefix is never parsed
     except InputError as error:
-        if error.reason != "no such file":
-            info["status"] = "malformed"
+        info["status"] = error.status  # not_found | not_regular | too_large | unreadable, each its own status
+        if error.status == "too_large":
+            info["problems"].append(f"too large: over {CONFIG_LIMIT:,} bytes, not read (a config is a few kB)")
+        elif error.status != "not_found":
             info["problems"].append(f"cannot be read: {error.reason}")
-        return info
-    if read.truncated:
-        info["status"] = "malformed"
-        info["problems"].append(f"larger than {CONFIG_LIMIT:,} bytes; not read (an accelerate config is a few kB)")
         return info
     text = read.text()
     data: Any = None

@@ -59,6 +59,7 @@ ACCELERATE_NODE_FIELDS = (
     "deepspeed.zero_stage",
 )
 # ARPHRD_* link types (linux/if_arp.h) that matter here.
+MAX_IB_PORTS = 16  # ports per RDMA device read; a real HCA has one or two
 LINK_TYPES = {"1": "ether", "32": "infiniband", "772": "loopback", "65534": "none"}
 
 
@@ -103,7 +104,7 @@ def network_interfaces(root: str) -> Dict[str, Any]:
             {
                 "name": name,
                 "operstate": (_read_small(os.path.join(folder, "operstate")) or "unknown").lower(),
-                "mtu": int(mtu) if mtu and mtu.isdigit() else None,
+                "mtu": int(mtu) if mtu and mtu.isascii() and mtu.isdigit() and len(mtu) <= 9 else None,
                 "link": LINK_TYPES.get(link or "", link),
             }
         )
@@ -119,7 +120,7 @@ def infiniband_devices(root: str) -> Dict[str, Any]:
     for name in _listdir(base)[:MAX_IB_DEVICES]:
         ports = []
         ports_dir = os.path.join(base, name, "ports")
-        for port in _listdir(ports_dir):
+        for port in _listdir(ports_dir)[:MAX_IB_PORTS]:
             folder = os.path.join(ports_dir, port)
             state = _read_small(os.path.join(folder, "state")) or ""
             ports.append(

@@ -78,8 +78,13 @@ class DistRecord:
         return headers
 
     def version(self) -> Optional[str]:
+        """The Version header; one over 64 characters is no version (PEP 440 ones are short) and comes back cut,
+        marked, so that no comparison parses it and no line of the report is filled with it."""
         values = self.headers().get("version")
-        return values[0].strip() if values else None
+        if not values:
+            return None
+        value = values[0].strip()
+        return value if len(value) <= 64 else f"{value[:24]}... ({len(value):,} characters)"
 
     def requires(self) -> List[str]:
         return self.headers().get("requires-dist", [])

@@ -24,7 +24,7 @@ from common.read import read_text_or_none
 TABLE_NAME = "release_differences.json"
 TABLE_LIMIT = 1 << 20
 PACKAGE_LABELS = {"trl": "TRL", "vllm": "vLLM"}
-_VERSION_RE = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+_VERSION_RE = re.compile(r"^\s*v?(\d{1,9})\.(\d{1,9})(?:\.(\d{1,9}))?(?!\d)")  # a 5,000-digit part is no version
 
 
 def _key(version: str) -> Optional[Tuple[int, int, int]]:
@@ -50,8 +50,13 @@ def load_table(path: Optional[str] = None) -> Optional[Dict[str, Any]]:
 
 
 def _statement(table: Dict[str, Any], index: int) -> Dict[str, Any]:
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError("a statement index that is not a count")
     entry = table["statements"][index]
-    return {k: entry[k] for k in ("where", "kind", "claim", "holds")}
+    statement = {k: entry[k] for k in ("where", "kind", "claim", "holds")}
+    if not all(isinstance(value, str) for value in statement.values()):
+        raise TypeError("a statement field that is not text")
+    return statement
 
 
 def match_release(version: str, indexed: List[str]) -> Tuple[str, Optional[str]]:
@@ -71,10 +76,18 @@ def match_release(version: str, indexed: List[str]) -> Tuple[str, Optional[str]]
 
 
 def release_differences(packages: Dict[str, Any], table: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
-    """The report section, or None when neither TRL nor vLLM is installed or the table is missing."""
+    """The report section, or None when neither TRL nor vLLM is installed or the table is missing or malformed (a
+    field of the wrong type anywhere leaves the section out; it never stops the report)."""
     table = table if table is not None else load_table()
     if table is None:
         return None
+    try:
+        return _section(packages, table)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _section(packages: Dict[str, Any], table: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     entries: List[Dict[str, Any]] = []
     for package in ("trl", "vllm"):
         installed = packages.get(package) or {}
@@ -96,7 +109,7 @@ def release_differences(packages: Dict[str, Any], table: Optional[Dict[str, Any]
             "recheck_first": [],
         }
         missing = info.get("missing", {})
-        if status in ("indexed", "not_indexed") and release in missing:
+        if release is not None and release in missing:  # unverified too: the newest indexed list, approximate
             entry["statements"] = [_statement(table, i) for i in missing[release]]
         if status == "unverified":
             entry["recheck_first"] = [_statement(table, i) for i in info.get("recheck_first", [])]
@@ -114,6 +127,13 @@ def render_lines(section: Optional[Dict[str, Any]], verbose: bool = False, limit
     installed release is the baseline."""
     if not section:
         return []
+    try:
+        return _lines(section, verbose, limit)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return []  # a malformed section is left out of the text, as it is of the report
+
+
+def _lines(section: Dict[str, Any], verbose: bool, limit: int) -> List[str]:
     shown = [e for e in section["packages"] if e["status"] != "baseline"]
     if not shown:
         return []
@@ -124,9 +144,17 @@ def render_lines(section: Optional[Dict[str, Any]], verbose: bool = False, limit
         if entry["status"] == "unverified":
             lines.append(
                 f"{head}: newer than the newest indexed release ({entry['indexed_release']}); unverified. "
+                f"The list of {entry['indexed_release']} applies approximately "
+                f"({len(entry['statements'])} statement(s) do not hold there). "
                 "Re-check first: the vllm extra range in its METADATA, then:"
             )
-            items = entry["recheck_first"]
+            items = entry["statements"] + [i for i in entry["recheck_first"] if i not in entry["statements"]]
+        elif entry["status"] == "not_indexed" and not entry["indexed_release"]:
+            lines.append(
+                f"{head}: not indexed (older than every indexed release, or not a version this index reads); "
+                "the skill's statements were not checked against it"
+            )
+            continue
         else:
             note = ""
             if entry["status"] == "not_indexed":

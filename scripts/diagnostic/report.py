@@ -7,6 +7,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from common.read import SKIPPED_PATH_ENTRIES
 from diagnostic.base import (
     DEFAULT_NETWORK_TIMEOUT,
     DEFAULT_PROBE_TIMEOUT,
@@ -109,6 +110,15 @@ def collect(request: Request, env: Optional[Dict[str, str]] = None) -> Tuple[Dic
                 "nothing_installed",
                 f"none of the training stack is installed for {sys.executable}; install with: pip install trl",
             ),
+        )
+    if SKIPPED_PATH_ENTRIES:
+        report["findings"].append(
+            new_finding(
+                "warning",
+                "path_entry_skipped",
+                f"PATH holds {', '.join(repr(e) for e in SKIPPED_PATH_ENTRIES[:5])}: an empty or relative entry "
+                "names the working folder, so GPU tools were looked up only in absolute PATH entries",
+            )
         )
     report["verdict"] = verdict_line(report["backends"], request.required_ids, bool(probes.get("imports")))
     report["elapsed_seconds"] = round(time.perf_counter() - start, 3)
