@@ -293,3 +293,10 @@ def test_scrub_and_wrap_are_linear_1mb_against_1kb(unit: str) -> None:
     small = (unit * (1000 // len(unit) + 1))[:1000]
     large = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
     assert _per_byte(large, 1) < 8 * _per_byte(small, 200)
+
+
+@pytest.mark.parametrize("mark", ["\u200b", "\u2060", "\u061c", "\u200d", "\u2066"])
+def test_zero_width_and_bidi_marks_are_escaped(mark: str) -> None:
+    """Two values that differ only by an invisible mark must not look identical in a report."""
+    shown = escape_controls(f"eth{mark}0")
+    assert mark not in shown and f"\\u{ord(mark):04x}" in shown
