@@ -9,6 +9,7 @@ test then judges one case. Inputs are generated here at test time.
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import json
@@ -145,6 +146,46 @@ BEHAVIOURS = {
     ),
     "models-wrong-types": serve_vllm_like({"/v1/models": {"object": "list", "data": [{"id": 5, "parent": []}]}}),
 }
+
+
+def _endless(handler, route: str) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.end_headers()
+    chunk = b" " * 65536
+    with contextlib.suppress(OSError):
+        while True:  # never ends: the reader must stop at its cap
+            handler.wfile.write(chunk)
+
+
+def _lora_limits() -> object:
+    from fake_vllm_server import server_info
+
+    info = server_info("0.31.0")
+    info["vllm_config"]["lora_config"] = {"max_lora_rank": 8, "max_loras": 1}
+    info["vllm_env"] = {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1"}
+    return serve_vllm_like({"/server_info?config_format=json": info})
+
+
+BEHAVIOURS.update(
+    {
+        "endless": _endless,
+        "empty-object": lambda handler, route: _json(handler, {}),
+        "lora-limits": _lora_limits(),
+    }
+)
+
+
+def _not_vllm_without_dev_mode_advice(result: Result) -> Optional[str]:
+    flat = " ".join(result.stdout.split())
+    if "not vLLM, so these checks do not apply" not in flat:
+        return "the report does not say the server is not vLLM"
+    return "VLLM_SERVER_DEV_MODE is suggested to a server that is not vLLM" if "VLLM_SERVER_DEV_MODE" in flat else None
+
+
+def _both_lora_limits(result: Result) -> Optional[str]:
+    missing = [i for i in ("lora-rank-too-low", "lora-slots-too-few") if i not in result.stdout]
+    return f"not listed at once: {missing}" if missing else None
 
 
 def _fifo(path: Path) -> None:
@@ -301,7 +342,16 @@ def vllm_cases(silent_url: str) -> List[Case]:
              check=_finding("malformed-answer")),
         Case("vllm-control-characters", VLLM, ["--vllm-url", "{url}/control-chars"], 6, check=_one_verdict_line),
         Case("vllm-redirect-loop", VLLM, ["--vllm-url", "{url}/redirect-loop"], 6, check=_finding("redirect-loop")),
-        Case("vllm-body-over-cap", VLLM, ["--vllm-url", "{url}/big"], 6, check=_finding("too-large")),
+        Case("vllm-body-over-cap", VLLM, ["--vllm-url", "{url}/big"], 6, check=_finding("body-too-long")),
+        # issue 21, round 2
+        Case("vllm-endless-body", VLLM, ["--vllm-url", "{url}/endless"], 6, check=_finding("body-too-long")),
+        Case("vllm-url-not-ascii", VLLM, ["--vllm-url", "{url}/caf\u00e9"], 4, codes=(2,), names="URL not encodable"),
+        Case("vllm-empty-object-everywhere", VLLM, ["--vllm-url", "{url}/empty-object"], 6, codes=(0, 1),
+             check=_not_vllm_without_dev_mode_advice),
+        Case("vllm-404-everywhere", VLLM, ["--vllm-url", "{url}/nothing-here"], 6, codes=(0, 1),
+             check=_not_vllm_without_dev_mode_advice),
+        Case("vllm-lora-limits-at-once", VLLM, ["--vllm-url", "{url}/lora-limits", "--trainer", "async-grpo",
+             "--lora-rank", "16"], 6, codes=(0, 1), check=_both_lora_limits),
         Case("vllm-gzip-body", VLLM, ["--vllm-url", "{url}/gzip"], 6, check=_finding("encoded")),
         Case("vllm-drip", VLLM, ["--vllm-url", "{url}/drip", "--deadline", "1.5"], 1.5, check=_finding("deadline")),
         Case("vllm-hang", VLLM, ["--vllm-url", "{url}/hang", "--deadline", "1.5", "--timeout", "5"], 1.5,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import socket
 import ssl
 import threading
@@ -24,7 +25,9 @@ from preflight import fetch as vfetch
         (urllib.error.URLError(ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")), "tls"),
         (urllib.error.URLError(ssl.SSLCertVerificationError(1, "certificate verify failed")), "tls"),
         (vfetch.RedirectRefused(302, "http://evil:80"), "redirect"),
-        (ConnectionResetError(104, "Connection reset by peer"), "connection"),
+        (ConnectionResetError(104, "Connection reset by peer"), "reset"),
+        (http.client.RemoteDisconnected("Remote end closed connection without response"), "reset"),
+        (urllib.error.URLError(BrokenPipeError(32, "Broken pipe")), "reset"),
     ],
 )
 def test_classify_error(error, kind):

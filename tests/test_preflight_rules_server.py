@@ -111,11 +111,13 @@ def test_rank_above_512_cannot_be_served_at_all():
     assert "lora-rank-unservable" in ids(findings, "error")
 
 
-def test_rank_is_checked_before_slots():
+def test_every_lora_limit_problem_is_listed_at_once_and_the_rank_error_is_what_trl_raises():
+    """Issue 21: the --max-loras problem used to appear only after the rank was fixed."""
     info = server_info()
     lora(info).update(max_lora_rank=8, max_loras=2)
-    _, findings = judge(snapshot(info=info), intent(lora_rank=16))
-    assert "lora-rank-too-low" in ids(findings) and "lora-slots-too-few" not in ids(findings)
+    outcome, findings = judge(snapshot(info=info), intent(lora_rank=16))
+    assert "lora-rank-too-low" in ids(findings) and "lora-slots-too-few" in ids(findings)
+    assert outcome.mode == "startup-error" and "--max-lora-rank" in (outcome.trl_says or "")
 
 
 @pytest.mark.parametrize(("slots", "staleness", "error"), [(5, 4, True), (6, 4, False), (1, 0, True), (2, 0, False)])
@@ -287,7 +289,21 @@ def test_html_answers_leave_dev_mode_and_version_unknown_without_extra_noise():
         snap.responses[route] = vdata.Response(route, status=200, body=b"<html></html>", content_type="text/html")
     outcome, findings = judge(snap, intent())
     assert snap.dev_mode is None and outcome.mode == "unknown"
-    assert ids(findings) == ["non-json"]
+    assert ids(findings) == ["non-json", "not-vllm"]
+    assert "not vLLM, so these checks do not apply" in by_id(findings, "not-vllm").message
+
+
+@pytest.mark.parametrize("status, body", [(200, b"{}"), (404, b'{"detail":"Not Found"}')])
+def test_a_service_that_is_not_vllm_gets_no_vllm_advice(status: int, body: bytes):
+    """Issue 21: a service answering 200 {} everywhere was called vLLM with dev mode on; one answering 404
+    everywhere (rightly not vLLM) was still told to set VLLM_SERVER_DEV_MODE=1."""
+    snap = vdata.Snapshot(url="http://a:8000")
+    for route in vdata.ROUTES:
+        snap.responses[route] = vdata.Response(route, status=status, body=body)
+    outcome, findings = judge(snap, intent())
+    assert outcome.mode == "unknown"
+    assert "not vLLM, so these checks do not apply" in " ".join(f.message for f in findings)
+    assert not any("VLLM_SERVER_DEV_MODE" in (f.fix or "") + f.message for f in findings)
 
 
 def test_a_v1_suffix_on_the_base_url_is_named_in_the_fix():

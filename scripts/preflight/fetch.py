@@ -114,6 +114,12 @@ def _classify(exc: BaseException) -> Tuple[str, str]:
         return "dns", f"host name did not resolve ({reason})"
     if isinstance(reason, ConnectionRefusedError):
         return "refused", "connection refused: nothing listens on that host and port"
+    if isinstance(reason, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):  # RemoteDisconnected too
+        # However the race between the reset and the request falls (a reset, a broken pipe or an empty status
+        # line), it is one outcome: the server took the connection and dropped it without an answer.
+        return "reset", "the server closed the connection without answering"
+    if isinstance(reason, UnicodeError):
+        return "url-not-encodable", "URL not encodable (a character outside ASCII)"
     if isinstance(reason, http.client.HTTPException):
         return "protocol", f"not an HTTP response ({type(reason).__name__}: {reason})"
     return "connection", f"{type(reason).__name__}: {reason}"

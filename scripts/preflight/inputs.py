@@ -50,6 +50,11 @@ def normalize_url(raw: str) -> str:
         raise UsageError("--vllm-url must not carry credentials; put the token in an env var and pass --auth-env")
     if parts.query or parts.fragment:
         raise UsageError("--vllm-url must be a base URL without ?query or #fragment")
+    if not raw.strip().isascii():
+        raise UsageError(
+            "--vllm-url: URL not encodable: it holds non-ASCII characters; percent-encode the path and give the "
+            "host's ASCII (IDNA) name"
+        )
     host = parts.hostname
     if ":" in host:
         host = f"[{host}]"

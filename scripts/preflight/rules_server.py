@@ -127,15 +127,23 @@ def check_transport(snap: Snapshot, intent: Intent) -> List[Finding]:
                 "deadline": "raise --deadline, or check why the server answers so slowly",
                 "tls": "use the scheme the server speaks (http:// or https://); for a private CA set SSL_CERT_FILE",
                 "too-large": "point --vllm-url at the vLLM server itself",
+                "url-not-encodable": "percent-encode the URL's path; give the host's ASCII (IDNA) name",
+                "reset": "check the server log: it accepted the connection and closed it without an answer",
                 "encoded": "point --vllm-url at the vLLM server itself (it never compresses these answers)",
                 "protocol": "point --vllm-url at the vLLM HTTP port",
                 "connection": "check the network path to the server",
             }
+            # Each failure says what it was: an over-long or endless body and a URL that cannot be sent are not
+            # an unreachable server.
+            finding_id = {"too-large": "body-too-long", "url-not-encodable": "url-not-encodable"}.get(
+                response.error_kind or "", "unreachable"
+            )
+            label = {"too-large": "body too long"}.get(response.error_kind or "", response.error_kind)
             findings.append(
                 Finding(
                     "error",
-                    "unreachable",
-                    f"{where}: {response.error_kind}: {response.error_detail}"
+                    finding_id,
+                    f"{where}: {label}: {response.error_detail}"
                     + (f" (sent through the proxy {proxy} from the environment)" if proxy else ""),
                     fixes.get(response.error_kind or "", "check the server")
                     + (" (or add the host to NO_PROXY if the proxy is the problem)" if proxy else ""),
@@ -160,7 +168,7 @@ def check_transport(snap: Snapshot, intent: Intent) -> List[Finding]:
                     "error",
                     "not-vllm",
                     f"{where}: HTTP 404. Every vLLM server registers {route}, so this base URL is not a vLLM "
-                    "server (a wrong port, or a proxy path prefix missing from --vllm-url).",
+                    f"server (a wrong port, or a proxy path prefix missing from --vllm-url): {NOT_VLLM}.",
                     "drop the trailing /v1 from --vllm-url (TRL's vllm_server_base_url is the server root, too)"
                     if snap.url.endswith("/v1")
                     else "point --vllm-url at the vLLM server's base URL",
@@ -231,6 +239,49 @@ def check_transport(snap: Snapshot, intent: Intent) -> List[Finding]:
                     )
                 )
     return merge_repeats(findings)
+
+
+NOT_VLLM = "not vLLM, so these checks do not apply"
+
+
+def answers_like_vllm(snap: Snapshot) -> bool:
+    """Whether the server answered what only vLLM answers: ``/version`` as ``{"version": "<text>"}``, or
+    ``/v1/models`` as an OpenAI model list (``"object": "list"`` with a ``data`` list). A service that answers
+    ``200 {}`` (or 404) everywhere is not vLLM, whatever else it says."""
+    for route, shape in ((ROUTE_VERSION, _vllm_version_shape), (ROUTE_MODELS, _model_list_shape)):
+        response = snap.get(route)
+        if response is None or response.transport_failed or response.status != 200:
+            continue
+        data, why = response.json()
+        if why is None and shape(data):
+            return True
+    return False
+
+
+def _vllm_version_shape(data: Any) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("version"), str) and bool(data["version"].strip())
+
+
+def _model_list_shape(data: Any) -> bool:
+    return isinstance(data, dict) and data.get("object") == "list" and isinstance(data.get("data"), list)
+
+
+def not_vllm_findings(snap: Snapshot, found: List[Finding]) -> List[Finding]:
+    """One ``not-vllm`` finding for a server that answers but not as vLLM (none when a token was refused: vLLM
+    behind a proxy that wants one cannot be told apart). No vLLM setting is suggested to such a server."""
+    if any(f.id in ("not-vllm", "auth-required") for f in found):
+        return []
+    return [
+        Finding(
+            "error",
+            "not-vllm",
+            f"the server answers, but not as vLLM does (no /version with a version string, no /v1/models model "
+            f"list): {NOT_VLLM}.",
+            "point --vllm-url at the vLLM server's base URL",
+            SRC_THIS,
+            snap.url,
+        )
+    ]
 
 
 def merge_repeats(findings: List[Finding]) -> List[Finding]:
@@ -507,26 +558,27 @@ def predict_outcome(snap: Snapshot, intent: Intent) -> Tuple[Outcome, List[Findi
         findings.extend(check_dp_reach(snap, dp))
         return Outcome("merged-fallback", says, SRC_SELECT_DP), findings
 
+    first_error: Optional[Outcome] = None
     max_rank = lora.get("max_lora_rank")
-    if isinstance(max_rank, int) and max_rank < rank:
-        target = round_lora_rank(rank)
-        if target is None:
-            says = (
-                f"ValueError: LoRA rank {rank} is larger than the largest rank vLLM can serve (512). Lower `r` (and "
-                "`rank_pattern`) to sync the adapter to vLLM, or sync merged weights instead."
+    target = round_lora_rank(rank)
+    if isinstance(max_rank, int) and max_rank < rank and target is None:
+        says = (
+            f"ValueError: LoRA rank {rank} is larger than the largest rank vLLM can serve (512). Lower `r` (and "
+            "`rank_pattern`) to sync the adapter to vLLM, or sync merged weights instead."
+        )
+        findings.append(
+            Finding(
+                "error",
+                "lora-rank-unservable",
+                f"adapter rank {rank} exceeds 512, the largest --max-lora-rank vLLM accepts "
+                f"({', '.join(map(str, VLLM_LORA_RANKS))}).",
+                "lower the adapter rank r (and rank_pattern) to 512 or less",
+                SRC_ROUND_RANK,
+                snap.url,
             )
-            findings.append(
-                Finding(
-                    "error",
-                    "lora-rank-unservable",
-                    f"adapter rank {rank} exceeds 512, the largest --max-lora-rank vLLM accepts "
-                    f"({', '.join(map(str, VLLM_LORA_RANKS))}).",
-                    "lower the adapter rank r (and rank_pattern) to 512 or less",
-                    SRC_ROUND_RANK,
-                    snap.url,
-                )
-            )
-            return Outcome("startup-error", says, SRC_ROUND_RANK), findings
+        )
+        first_error = first_error or Outcome("startup-error", says, SRC_ROUND_RANK)
+    elif isinstance(max_rank, int) and max_rank < rank:
         says = (
             f"ValueError: The adapter has rank {rank}, but the vLLM server was started with `--max-lora-rank "
             f"{max_rank}`. Restart it with `--max-lora-rank {target}`."
@@ -542,7 +594,7 @@ def predict_outcome(snap: Snapshot, intent: Intent) -> Tuple[Outcome, List[Findi
                 snap.url,
             )
         )
-        return Outcome("startup-error", says, SRC_SELECT_RANK), findings
+        first_error = first_error or Outcome("startup-error", says, SRC_SELECT_RANK)
 
     max_loras = lora.get("max_loras")
     min_loras = intent.max_staleness + 2
@@ -565,7 +617,9 @@ def predict_outcome(snap: Snapshot, intent: Intent) -> Tuple[Outcome, List[Findi
                 snap.url,
             )
         )
-        return Outcome("startup-error", says, SRC_SELECT_LORAS), findings
+        first_error = first_error or Outcome("startup-error", says, SRC_SELECT_LORAS)
+    if first_error is not None:  # every LoRA-limit problem is listed at once; TRL raises on the first
+        return first_error, findings
 
     return Outcome("adapter-only", None, SRC_SELECT_OK), findings
 
@@ -765,6 +819,8 @@ def judge_server(
     findings = check_transport(snap, intent)
     if not snap.reachable:
         return Outcome("unknown", None, SRC_THIS), findings
+    if not answers_like_vllm(snap):
+        return Outcome("unknown", None, SRC_THIS), findings + not_vllm_findings(snap, findings)
     outcome, outcome_findings = predict_outcome(snap, intent)
     findings += check_version(snap, trl_range, local_vllm, intent, outcome)
     findings += check_models(snap, intent)
