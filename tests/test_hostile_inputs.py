@@ -726,6 +726,15 @@ COLOCATE_ACC = "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\
 COLOCATE_TRL = "use_vllm: true\nvllm_mode: colocate\nvllm_tensor_parallel_size: 3\n"
 
 
+QWEN_MOE = {
+    **LLAMA,
+    "model_type": "qwen3_moe",
+    "num_experts": 8,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 768,
+}
+
+
 def _model(**changes) -> str:
     return json.dumps({**LLAMA, **changes})
 
@@ -843,6 +852,29 @@ def plan_cases() -> List[Case]:
              setup=_symlink_loop("trl.yaml"), codes=(2,), names="symbolic link loop"),
         Case("plan-accelerate-config-binary", PLAN, ["--lint-accelerate-config", "{tmp}/acc.yaml", "--trainer", "sft",
              *HW], 4, setup=_file("acc.yaml", b"\x00\x01\x02\xff" * 4096), codes=(2,), names="acc.yaml"),
+        # issue 21, round 2: every field typed before use (planner.inputs tables), no traceback
+        Case("plan-model-type-dict", PLAN, model, 4, setup=_file("config.json", _model(model_type={"a": 1})),
+             codes=(2,), names="model_type"),
+        Case("plan-model-type-list", PLAN, model, 4, setup=_file("config.json", _model(model_type=["llama"])),
+             codes=(2,), names="model_type"),
+        Case("plan-mlp-only-layers-dicts", PLAN, model, 4,
+             setup=_file("config.json", json.dumps({**QWEN_MOE, "mlp_only_layers": [{"a": 1}]})), codes=(2,),
+             names="mlp_only_layers"),
+        Case("plan-mlp-only-layers-int", PLAN, model, 4,
+             setup=_file("config.json", json.dumps({**QWEN_MOE, "mlp_only_layers": 3})), codes=(2,),
+             names="mlp_only_layers"),
+        Case("plan-params-400-digits", PLAN, ["--params", "9" * 400, *HW], 4, codes=(2,), names="--params"),
+        Case("plan-hardware-schema-version-true", PLAN, ["--params", "7B", "--hardware-json", "{tmp}/hw.json"], 4,
+             setup=_file("hw.json", _hardware([{"memory_total_mib": 81559}]).replace('"schema_version": 1',
+                                                                                    '"schema_version": true')),
+             codes=(2,), names="schema_version"),
+        Case("plan-hardware-schema-version-float", PLAN, ["--params", "7B", "--hardware-json", "{tmp}/hw.json"], 4,
+             setup=_file("hw.json", _hardware([{"memory_total_mib": 81559}]).replace('"schema_version": 1',
+                                                                                    '"schema_version": 1.0')),
+             codes=(2,), names="schema_version"),
+        Case("plan-hardware-visible-string", PLAN, ["--params", "7B", "--hardware-json", "{tmp}/hw.json"], 4,
+             setup=_file("hw.json", _hardware([{"memory_total_mib": 81559, "visible": "false"}])), codes=(2,),
+             names="visible"),
         Case("plan-text-layout", PLAN, ["--params", "7B", "--trainer", "grpo", "--gpus", "4", "--gpu-memory-gib", "80",
              "--require-fit"], 4, check=_plan_layout),
     ]  # fmt: skip
@@ -871,8 +903,93 @@ def nodes_cases() -> List[Case]:
 # --------------------------------------------------------------------------------------------------------------
 
 
+# --------------------------------------------------------------------------------------------------------------
+# The scan (issue 21): every parser path of the four commands on 10^5- and 10^6-deep YAML and JSON, with and
+# without PyYAML. The measurement runs before any parser recurses, so no run ends by a signal, and each says which
+# limit refused the document: the nesting limit, or the size limit where the document is over the size cap first.
+# --------------------------------------------------------------------------------------------------------------
+
+DEEP_LIMITS = ("nests deeper than 64 levels", "too large", "larger than")
+
+
+def _deep(kind: str, depth: int) -> str:
+    if kind == "json":
+        return '{"a": ' + "[" * depth + "]" * depth + "}"
+    if kind == "flow-yaml":
+        return "a: " + "[" * depth + "]" * depth + "\n"
+    return "a:\n  " + "- " * depth + "x\n"  # block sequences, one per "- "
+
+
+def _names_a_limit(result: Result) -> Optional[str]:
+    flat = " ".join((result.stdout + " " + result.stderr).split())
+    if result.returncode is None or result.returncode < 0:
+        return f"ended by signal {-(result.returncode or 0)}"
+    return None if any(limit in flat for limit in DEEP_LIMITS) else f"no named limit in: {flat[-200:]!r}"
+
+
+def _vllm_deep(depth: int):
+    body = ("[" * depth + "]" * depth).encode()
+    return _raw(b'{"object": "list", "data": ' + body + b"}", "/v1/models")
+
+
+for _depth in (10**5, 10**6):
+    BEHAVIOURS[f"deep-{_depth}"] = _vllm_deep(_depth)
+
+
+def deep_cases() -> List[Case]:
+    cases = []
+    for depth in (10**5, 10**6):
+        tag = f"1e{len(str(depth)) - 1}"
+        for kind in ("json", "flow-yaml", "block-yaml"):
+            name = "doc.json" if kind == "json" else "doc.yaml"
+            setup = _file(name, _deep(kind, depth))
+            for yaml_env, with_tag in (({}, "builtin"), (WITH_PYYAML, "pyyaml")):
+                paths = [
+                    ("plan-trl", PLAN, ["--lint-trl-config", f"{{tmp}}/{name}", "--trainer", "grpo", *HW], (2,)),
+                    ("plan-accelerate", PLAN, ["--lint-accelerate-config", f"{{tmp}}/{name}", *HW], (2,)),
+                    # The diagnostic reports the config's status and goes on (exit 0 or 1); the limit is named.
+                    ("diag-accelerate", DIAG, ["--accelerate-config", f"{{tmp}}/{name}"], (0, 1)),
+                ]
+                if kind == "json":
+                    paths += [
+                        ("plan-model", PLAN, ["--model-config", f"{{tmp}}/{name}", *HW], (2,)),
+                        ("plan-hardware", PLAN, ["--params", "7B", "--hardware-json", f"{{tmp}}/{name}"], (2,)),
+                        ("nodes", NODES, [f"{{tmp}}/{name}", f"{{tmp}}/{name}"], (2,)),
+                    ]
+                for label, script, args, codes in paths:
+                    if (
+                        kind == "json"
+                        and with_tag == "pyyaml"
+                        and label.startswith(("plan-model", "plan-hard", "nodes"))
+                    ):
+                        continue  # JSON-only paths never use PyYAML
+                    cases.append(
+                        Case(
+                            f"deep-{tag}-{kind}-{label}-{with_tag}",
+                            script,
+                            args,
+                            10,
+                            dict(yaml_env),
+                            setup,
+                            codes=codes,
+                            check=_names_a_limit,
+                        )
+                    )
+        cases.append(
+            Case(
+                f"deep-{tag}-vllm-body",
+                VLLM,
+                ["--vllm-url", f"{{url}}/deep-{depth}"],
+                8,
+                codes=(0, 1),
+                check=_names_a_limit,
+            )
+        )
+    return cases
+
+
 def all_cases(silent_url: str) -> List[Case]:
-    return vllm_cases(silent_url) + diag_cases() + plan_cases() + nodes_cases()
+    return vllm_cases(silent_url) + diag_cases() + plan_cases() + nodes_cases() + deep_cases()
 
 
 # Every case is judged against its own wall-clock limit and the fixture already runs four at a time: under

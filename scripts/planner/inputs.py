@@ -138,9 +138,11 @@ def check_params_text(text: Optional[str]) -> None:
     """``--params``: a finite count up to 1e15 (``1e400`` and ``nan`` are refused before any arithmetic)."""
     if text is None:
         return
-    match = re.fullmatch(r"\s*([0-9.eE+-]{1,40}|nan|inf|infinity)\s*([kKmMbBtT]?)\s*", str(text), re.IGNORECASE)
+    match = re.fullmatch(r"\s*([0-9.eE+-]+|nan|inf|infinity)\s*([kKmMbBtT]?)\s*", str(text), re.IGNORECASE)
     if not match:
         return  # not a number at all: the parser's own message says what it expects
+    if len(match.group(1)) > 40:  # hundreds of digits: float() gives inf or a value no model has
+        raise PlanInputError(f"--params {short(text)}: must be a finite count up to 1e15 parameters")
     try:
         value = float(match.group(1))
     except ValueError:
@@ -202,6 +204,90 @@ _ACCELERATE_COUNTS: Dict[str, Tuple[int, int]] = {
 }
 
 
+# The other fields of a model config.json the planner reads, by kind: one table, checked before any use.
+_MODEL_FIELDS: Dict[str, str] = {
+    "model_type": "text",
+    "architectures": "text-list",
+    "mlp_only_layers": "count-list",
+    "tie_word_embeddings": "bool",
+    "mlp_bias": "bool",
+    "attention_bias": "bool",
+    "first_k_dense_replace": "count",
+    "decoder_sparse_step": "count",
+    "n_shared_experts": "count",
+    "v_head_dim": "count",
+    "qk_rope_head_dim": "count",
+    "qk_nope_head_dim": "count",
+    "kv_lora_rank": "count",
+    "q_lora_rank": "count",
+}
+# The hardware JSON (check_optional_backends.py --json): the top level and each accelerators.gpus entry.
+_HARDWARE_TOP: Dict[str, str] = {"schema_version": "one"}
+_HARDWARE_GPU_FIELDS: Dict[str, str] = {
+    "visible": "bool",
+    "index": "count",
+    "memory_total_mib": "number",
+    "memory_free_mib": "number",
+    "compute_capability": "text",
+    "name": "text",
+}
+_KIND_WORDS = {
+    "text": "a string",
+    "text-list": "a list of strings",
+    "count-list": "a list of whole numbers",
+    "bool": "true or false (a JSON/YAML boolean, not a string)",
+    "count": "a whole number",
+    "number": "a number",
+    "one": "the integer 1",
+}
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
+
+
+def _fits(kind: str, value: Any) -> bool:
+    if kind == "text":
+        return isinstance(value, str)
+    if kind == "text-list":
+        return isinstance(value, list) and all(isinstance(item, str) for item in value)
+    if kind == "count-list":
+        return isinstance(value, list) and all(_is_count(item) for item in value)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "count":
+        return _is_count(value)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if kind == "one":
+        return type(value) is int and value == 1  # not true, not 1.0
+    raise ValueError(kind)
+
+
+def check_fields(data: Dict[str, Any], label: str, table: Dict[str, str], prefix: str = "") -> None:
+    """Each field of ``table`` present in ``data`` has its kind (``null`` counts as absent)."""
+    for key, kind in table.items():
+        value = data.get(key)
+        if value is not None and not _fits(kind, value):
+            raise PlanInputError(f"{label}: {prefix}{key} must be {_KIND_WORDS[kind]}, not {short(value)}")
+
+
+def check_hardware_json(data: Dict[str, Any], label: str) -> None:
+    """The hardware JSON's schema_version is exactly the integer 1 and each GPU entry's fields have their kind
+    (``"visible": "false"`` is a string, and would count as visible)."""
+    if data.get("schema_version") is None or not _fits("one", data.get("schema_version")):
+        raise PlanInputError(
+            f"{label}: schema_version {short(data.get('schema_version'))} is not supported (expected the integer 1, "
+            "from check_optional_backends.py --json)"
+        )
+    accelerators = data.get("accelerators")
+    gpus = accelerators.get("gpus") if isinstance(accelerators, dict) else None
+    for index, gpu in enumerate(gpus if isinstance(gpus, list) else []):
+        if not isinstance(gpu, dict):
+            raise PlanInputError(f"{label}: accelerators.gpus[{index}] must be an object, not {short(gpu)}")
+        check_fields(gpu, label, _HARDWARE_GPU_FIELDS, f"accelerators.gpus[{index}].")
+
+
 def _walk(value: Any, path: str = "") -> Iterator[Tuple[str, Any]]:
     stack = [(path, value)]
     while stack:
@@ -244,6 +330,7 @@ def check_model_config(data: Dict[str, Any], label: str) -> None:
             sections.append((name + ".", data[name]))
     for prefix, section in sections:
         _check_counts(section, label, _MODEL_COUNTS, prefix)
+        check_fields(section, label, _MODEL_FIELDS, prefix)
         heads, kv = section.get("num_attention_heads"), section.get("num_key_value_heads")
         if isinstance(heads, int) and isinstance(kv, int) and not isinstance(kv, bool) and kv > heads:
             raise PlanInputError(
@@ -460,11 +547,7 @@ def load_hardware_json(path: str) -> Dict[str, Any]:
         raise PlanInputError(str(error)) from None
     if not isinstance(data, dict):
         raise PlanInputError(f"{path}: expected the JSON object of check_optional_backends.py --json")
-    if data.get("schema_version") != 1:
-        raise PlanInputError(
-            f"{path}: schema_version {data.get('schema_version')!r} is not supported (expected 1, from "
-            "check_optional_backends.py --json)"
-        )
+    check_hardware_json(data, path)  # the validation table above: schema_version, each GPU's fields
     gpus = (data.get("accelerators") or {}).get("gpus") if isinstance(data.get("accelerators"), dict) else None
     if not isinstance(gpus, list):
         raise PlanInputError(f"{path}: no accelerators.gpus list")
