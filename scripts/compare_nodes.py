@@ -23,7 +23,7 @@ if _HERE not in sys.path:
 
 
 from common.multinode import COLLECTION_TEMPLATES  # noqa: E402
-from common.output import HelpFormatter, clean_tree, dumps_strict, run_cli  # noqa: E402
+from common.output import HelpFormatter, clean_tree, clip, dumps_strict, escape_controls, run_cli  # noqa: E402
 from nodes.compare import compare  # noqa: E402
 from nodes.load import InputError, Request, UsageError, load_request  # noqa: E402
 from nodes.render import render_text  # noqa: E402
@@ -90,17 +90,17 @@ def main(argv: Optional[Sequence[str]] = None, stdin: Any = None) -> int:
         nodes = load_request(request, stdin)
     except UsageError as error:
         build_parser().print_usage(sys.stderr)
-        sys.stderr.write(f"{PROG}: error: {error}\n")
+        sys.stderr.write(f"{PROG}: error: {escape_controls(str(error))}\n")
         return 2
-    except InputError as error:
-        sys.stderr.write(f"{PROG}: error: {error}\n")
+    except InputError as error:  # a path or label with control characters is shown escaped
+        sys.stderr.write(f"{PROG}: error: {escape_controls(str(error))}\n")
         return 2
     try:
         result = compare(nodes)
     except (AttributeError, KeyError, TypeError, ValueError) as error:  # a hand-edited or truncated report
         sys.stderr.write(
             f"{PROG}: error: a report does not have the structure check_optional_backends.py --json writes "
-            f"({type(error).__name__}: {error}); collect it again\n"
+            f"({type(error).__name__}: {clip(str(error), 160)}); collect it again\n"
         )
         return 2
     result = clean_tree(result)  # control characters in report values cannot forge lines

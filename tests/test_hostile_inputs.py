@@ -887,8 +887,94 @@ def plan_cases() -> List[Case]:
 NODES = "nodes"
 
 
+def _mini_report(hostname: Optional[str] = "n0", env: Optional[Dict[str, str]] = None, **extra) -> Dict:
+    """The smallest report compare_nodes.py accepts (check_optional_backends.py --json, schema_version 1)."""
+    node = {"nccl": {}, "network": {"status": "ok", "interfaces": [{"name": "eth0", "operstate": "up"}]},
+            "infiniband": {}, "env": env or {}, "accelerate": {}}  # fmt: skip
+    if hostname is not None:
+        node["hostname"] = hostname
+    report = {"tool": "check_optional_backends", "schema_version": 1, "node": node, "packages": {}, "python": {},
+              "torch_build": {}, "accelerators": {}, "launch": {}, "findings": []}  # fmt: skip
+    report.update(extra)
+    return report
+
+
+def _many_nodes(folder: Path) -> None:
+    """10,000 reports (about 4 MB), each with a launch variable of its own: nodes x names was quadratic."""
+    with open(folder / "all.json", "w") as out:
+        for i in range(10_000):
+            out.write(json.dumps(_mini_report(f"n{i}", {f"NCCL_X{i}": "1", "NCCL_SOCKET_IFNAME": "eth"})) + "\n")
+
+
+def _many_interfaces(folder: Path) -> None:
+    """20,000 interfaces against a 20,000-prefix NCCL_SOCKET_IFNAME that matches none: interfaces x prefixes."""
+    interfaces = [{"name": f"veth{i}", "operstate": "up"} for i in range(20_000)]
+    prefixes = ",".join(f"ib{i}" for i in range(20_000))
+    for name in ("a", "b"):
+        report = _mini_report(name, {"NCCL_SOCKET_IFNAME": prefixes})
+        report["node"]["network"]["interfaces"] = interfaces
+        (folder / f"{name}.json").write_text(json.dumps(report))
+
+
+def _reports(**named: Dict) -> Callable[[Path], None]:
+    def setup(folder: Path) -> None:
+        for name, report in named.items():
+            (folder / f"{name}.json").write_text(report if isinstance(report, str) else json.dumps(report))
+
+    return setup
+
+
+NODE_SECRETS = ["JBSWY3DPEHPK3PXPQ7RZ2M4NW6", "84729103657482019376", "pw9" + hashlib.sha256(b"n").hexdigest()[:20]]
+
+
+def _bounded_output(result: Result) -> Optional[str]:
+    size = len(result.stdout)
+    return None if size < 1_000_000 else f"{size:,} characters of output"
+
+
+def _not_duplicates(result: Result) -> Optional[str]:
+    return "two reports without a hostname called duplicates" if "duplicate_hostname" in result.stdout else None
+
+
+def _pip_line_safe(result: Result) -> Optional[str]:
+    pasted = [line for line in result.stdout.splitlines() if "pip install" in line and "rm -rf" in line]
+    return "a report's version pasted into a pip line" if pasted else None
+
+
 def nodes_cases() -> List[Case]:
     return [
+        # issue 21, round 2
+        Case("nodes-10000-nodes", NODES, ["{tmp}/all.json", "--json"], 12, setup=_many_nodes, codes=(0,)),
+        Case("nodes-20000-interfaces-x-prefixes", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 8, setup=_many_interfaces,
+             codes=(0,), check=_bounded_output),
+        Case("nodes-infinity", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 4,
+             setup=_reports(a=json.dumps(_mini_report(x=1)).replace('"x": 1', '"x": Infinity'), b=_mini_report()),
+             codes=(2,), names="a.json"),
+        Case("nodes-1e400", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 4,
+             setup=_reports(a=json.dumps(_mini_report(x=1)).replace('"x": 1', '"x": 1e400'), b=_mini_report()),
+             codes=(2,), names="a.json"),
+        Case("nodes-5000-digits", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 4,
+             setup=_reports(a=json.dumps(_mini_report(x=1)).replace('"x": 1', '"x": ' + "9" * 5000),
+                            b=_mini_report()), codes=(2,), names="a.json"),
+        Case("nodes-28mb-of-empty-lists", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 6,
+             setup=_reports(a="[]" * 14_000_000, b=_mini_report()), codes=(2,), names="a.json"),
+        Case("nodes-300k-error-codes", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 8,
+             setup=_reports(a=_mini_report(findings=[{"severity": "error", "code": f"e{i}"} for i in range(300_000)]),
+                            b=_mini_report("n1")), codes=(0,), check=_bounded_output),
+        Case("nodes-secrets-not-trusted-to-the-report", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 4,
+             setup=_reports(a=_mini_report("n0", {"NCCL_IB_AUTH_KEY": NODE_SECRETS[1], "VLLM_API_KEY": NODE_SECRETS[0],
+                                                  "NCCL_DEBUG_FILE": f"/x?password={NODE_SECRETS[2]}"}),
+                            b=_mini_report("n1", {"NCCL_IB_AUTH_KEY": "1", "NCCL_DEBUG_FILE": "/y"})),
+             secrets=NODE_SECRETS),
+        Case("nodes-no-hostnames", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 4,
+             setup=_reports(a=_mini_report(None), b=_mini_report(None)), codes=(0,), check=_not_duplicates),
+        Case("nodes-version-in-pip-line", NODES, ["{tmp}/a.json", "{tmp}/b.json", "{tmp}/c.json"], 4,
+             setup=_reports(**{k: _mini_report(k, packages={"torch": {"installed": True, "version": v}})
+                               for k, v in (("a", '1"; rm -rf ~; "'), ("b", '1"; rm -rf ~; "'), ("c", "2.9.0"))}),
+             codes=(0,), check=_pip_line_safe),
+        Case("nodes-control-chars-in-path", NODES, ["{tmp}/a\x1b[2Kb.json", "{tmp}/b.json"], 4,
+             codes=(2,), check=lambda r: "a control character reached the output" if "\x1b" in r.stderr else None),
+
         Case("nodes-report-fifo", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 4,
              setup=_then(_fifo_at("a.json"), _fifo_at("b.json")), codes=(2,), names="a.json"),
         Case("nodes-report-dev-zero", NODES, ["/dev/zero", "/dev/zero"], 4, codes=(2,), names="/dev/zero"),

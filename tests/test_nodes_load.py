@@ -121,3 +121,31 @@ def test_a_request_needs_two_reports_and_standard_input_once(tmp_path: Path) -> 
         load_request(Request((str(one),)))
     with pytest.raises(UsageError, match="can be given once"):
         load_request(Request(("-",), ("-",)), io.StringIO(""))
+
+
+# ---- issue 21: bounded standard input, reports never trusted, no hostname is no duplicate ---------------------------
+
+
+def test_standard_input_past_64_mib_says_so_instead_of_comparing_a_prefix() -> None:
+    from nodes.load import MAX_INPUT_BYTES, InputError, read_input
+
+    with pytest.raises(InputError, match="larger than 64 MiB; stopped there and compared nothing"):
+        read_input("-", io.StringIO(" " * (MAX_INPUT_BYTES + 1)))
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "hidden"),
+    [
+        ("VLLM_API_KEY", "JBSWY3DPEHPK3PXPQ7RZ2M4NW6", True),
+        ("NCCL_IB_AUTH_KEY", "84729103657482019376", True),
+        ("HF_TOKEN", "anything-at-all", True),
+        ("NCCL_DEBUG_FILE", "/x?password=hunter2hunter2", True),
+        ("CACHE_KEY", "3.11", False),
+        ("NCCL_SOCKET_IFNAME", "eth0", False),
+    ],
+)
+def test_a_reports_env_is_scrubbed_again_by_the_name_rules(name: str, value: str, hidden: bool) -> None:
+    from nodes.load import rescrub_env
+
+    shown = rescrub_env({name: value})[name]
+    assert (value not in shown) is hidden

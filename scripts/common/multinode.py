@@ -48,11 +48,19 @@ def ifname_selection(spec: str, names: List[str], exact_only: bool = False) -> T
         text = text[1:]
     wanted = [part.strip() for part in text.split(",") if part.strip()]
 
+    wanted_set = set(wanted)
+    lengths = sorted({len(w) for w in wanted_set})
+
     def hit(name: str) -> bool:
-        return any(name == w if exact else name.startswith(w) for w in wanted)
+        """Set lookups only: linear in names plus prefixes, never names x prefixes."""
+        if exact:
+            return name in wanted_set
+        ends = lengths if len(lengths) <= len(name) else range(1, len(name) + 1)
+        return any(name[:end] in wanted_set for end in ends if end <= len(name))
 
     chosen = [n for n in names if hit(n) != exclude]
-    how = ("excluding " if exclude else "") + ("exact names " if exact else "prefixes ") + ", ".join(wanted)
+    shown = ", ".join(wanted[:10]) + (f", ... ({len(wanted):,} in all)" if len(wanted) > 10 else "")
+    how = ("excluding " if exclude else "") + ("exact names " if exact else "prefixes ") + shown
     return chosen, how
 
 
@@ -75,9 +83,11 @@ def socket_ifname_problems(node: Dict[str, Any]) -> List[Dict[str, str]]:
         if up:
             continue
         if chosen:
-            states = ", ".join(f"{i['name']} {i['operstate']}" for i in interfaces if i["name"] in chosen)
+            picked = set(chosen)
+            states = ", ".join([f"{i['name']} {i['operstate']}" for i in interfaces if i["name"] in picked][:20])
             detail = f"selects only interfaces that are not up ({states})"
         else:
-            detail = f"selects no interface here ({how}; present: {', '.join(names) or 'none'})"
+            present = ", ".join(names[:20]) + (f", ... ({len(names):,} in all)" if len(names) > 20 else "")
+            detail = f"selects no interface here ({how}; present: {present or 'none'})"
         problems.append({"variable": variable, "value": spec, "detail": detail})
     return problems

@@ -8,12 +8,18 @@ import re
 import sys
 from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
+from common.output import REDACTED, looks_like_secret, scrub
 from common.read import InputError as UnreadableInput
-from common.read import read_bytes
+from common.read import StructureError, measure_json, read_bytes
+from common.values import MAX_DIGITS
 
 SOURCE_TOOL = "check_optional_backends"
 SOURCE_SCHEMA_VERSION = 1
 MAX_INPUT_BYTES = 64 * 1024 * 1024
+MAX_REPORTS = 20_000  # reports in one input; each is checked to be an object as soon as it is decoded
+SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.IGNORECASE)
+STRONG_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+PLAIN_VALUES = ("0", "1", "true", "false", "yes", "no", "on", "off", "none")
 LABELED_LINE_RE = re.compile(r"^\s*([A-Za-z0-9_.\[\]-]+): ?(.*)$")
 
 
@@ -34,16 +40,51 @@ class Request(NamedTuple):
     require_consistent: bool = False
 
 
-def _decode_all(text: str) -> List[Any]:
-    """Every JSON value in ``text`` (one report, or several written one after the other)."""
-    decoder = json.JSONDecoder()
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise ValueError(f"an integer of {len(text):,} digits")
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    value = float(text) if len(text) <= 2 * MAX_DIGITS else float("inf")
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"a number out of range ({text[:20]})")
+    return value
+
+
+def _parse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# Strict JSON: no NaN/Infinity, no integer over 40 digits, no float that overflows (1e400).
+_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
+
+
+def _decode_all(text: str, name: str = "the input") -> List[Any]:
+    """Every JSON value in ``text`` (one report, or several written one after the other). The nesting is measured
+    on the whole text before decoding; each value must be an object (a report) as soon as it is decoded, and at
+    most :data:`MAX_REPORTS` are read, so 28 MB of ``[]`` is refused at the first one."""
+    try:
+        measure_json(text)
+    except StructureError as error:
+        raise InputError(f"{name}: {error}") from None
     values, position = [], 0
     while True:
         while position < len(text) and text[position].isspace():
             position += 1
         if position >= len(text):
             return values
-        value, position = decoder.raw_decode(text, position)
+        if len(values) >= MAX_REPORTS:
+            raise InputError(f"{name}: more than {MAX_REPORTS:,} reports in one input")
+        try:
+            value, position = _DECODER.raw_decode(text, position)
+        except json.JSONDecodeError:
+            raise
+        except (ValueError, RecursionError) as error:
+            raise InputError(f"{name}: not valid JSON ({str(error)[:80]})") from None
+        if not isinstance(value, dict):
+            raise InputError(f"{name}: expected the JSON object of check_optional_backends.py --json")
         values.append(value)
 
 
@@ -65,13 +106,13 @@ def split_documents(text: str, name: str) -> List[Tuple[str, Any]]:
         out = []
         for label, body in groups.items():
             try:
-                values = _decode_all("\n".join(body))
+                values = _decode_all("\n".join(body), f"{name} [{label}]")
             except json.JSONDecodeError as error:
                 raise InputError(f"{name} [{label}]: not JSON ({error.msg} at line {error.lineno})") from None
             out.extend((f"{name} [{label}]", value) for value in values)
         return out
     try:
-        values = _decode_all(text)
+        values = _decode_all(text, name)
     except json.JSONDecodeError as error:
         raise InputError(f"{name}: not JSON ({error.msg} at line {error.lineno}, column {error.colno})") from None
     if len(values) == 1:
@@ -118,7 +159,13 @@ def check_report(source: str, value: Any) -> Dict[str, Any]:
 def read_input(path: str, stdin: Any = None) -> str:
     """A file's text (``-``: standard input); InputError when it cannot be read."""
     if path == "-":
-        return (stdin or sys.stdin).read(MAX_INPUT_BYTES)
+        text = (stdin or sys.stdin).read(MAX_INPUT_BYTES + 1)
+        if len(text) > MAX_INPUT_BYTES:
+            raise InputError(
+                f"standard input: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB; stopped there and compared "
+                "nothing (pass the reports as files instead)"
+            )
+        return text
     try:
         read = read_bytes(path, MAX_INPUT_BYTES)  # a FIFO, device or directory is refused without blocking
     except UnreadableInput as error:
@@ -126,6 +173,26 @@ def read_input(path: str, stdin: Any = None) -> str:
     if read.truncated:
         raise InputError(f"{path}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB; not a diagnostic report")
     return read.text()
+
+
+def shown_env_value(name: str, value: Any) -> str:
+    """A launch variable as this tool shows it, by the diagnostic's name rule, whatever the report says: a name that
+    says secret hides a non-trivial value, a KEY/AUTH name hides a value that looks like a secret, every value is
+    scrubbed. A report's own redaction is never trusted (it may come from another bundle or a hand edit)."""
+    text = value if isinstance(value, str) else json.dumps(value)[:200]
+    if not text:
+        return ""
+    if len(text) < 8 and not SECRET_NAME.search(name):
+        return text  # too short for any token shape or secret fragment the scrubber knows
+    if SECRET_NAME.search(name) and (
+        looks_like_secret(text) or (STRONG_SECRET_NAME.search(name) and text.strip().lower() not in PLAIN_VALUES)
+    ):
+        return text if text.startswith(REDACTED) else REDACTED
+    return scrub(text)
+
+
+def rescrub_env(env: Dict[str, Any]) -> Dict[str, str]:
+    return {str(name): shown_env_value(str(name), value) for name, value in env.items()}
 
 
 def load_nodes(train_paths: Sequence[str], server_paths: Sequence[str], stdin: Any = None) -> List[Dict[str, Any]]:
@@ -138,11 +205,14 @@ def load_nodes(train_paths: Sequence[str], server_paths: Sequence[str], stdin: A
                 raise InputError(f"{path}: empty (no report)")
             for source, value in documents:
                 report = check_report(source, value)
+                report["node"]["env"] = rescrub_env(report["node"]["env"])
+                hostname = report["node"].get("hostname")
                 nodes.append(
                     {
                         "index": len(nodes),
                         "role": role,
-                        "hostname": report["node"].get("hostname") or "?",
+                        "hostname": hostname if isinstance(hostname, str) and hostname else "?",
+                        "hostname_known": isinstance(hostname, str) and bool(hostname),
                         "source": source,
                         "report": report,
                     }

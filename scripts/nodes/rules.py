@@ -3,6 +3,7 @@ blocking = the job will hang or fail, warning = likely trouble, info = worth kno
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from common.multinode import USABLE_OPERSTATES, socket_ifname_problems
@@ -16,7 +17,7 @@ from nodes.facts import (
     torch_build_text,
     visible_gpus,
 )
-from nodes.groups import differs, group_values, new_finding
+from nodes.groups import differs, display, group_values, new_finding
 
 # Packages whose versions must match on every node (training and vLLM server), and those that should.
 MUST_MATCH = ("torch", "trl", "vllm", "deepspeed")
@@ -57,12 +58,17 @@ ENV_PER_NODE = ("NODE_RANK", "RANK", "LOCAL_RANK", "SLURM_NODEID", "SLURM_PROCID
 ENV_COMPARED_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_")
 
 
+SAFE_VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!_-]{0,63}$")  # what may be pasted into a suggested pip line
+MAX_FINDINGS_PER_RULE = 20  # a rule with more (300k error codes, thousands of variables) adds one summary line
+MAX_FINDINGS_PER_REPORT = 1000  # a node's own findings read
+
 # Node errors that a comparison rule already reports with the other nodes' values.
 COVERED_NODE_ERRORS = ("socket_ifname_no_interface",)
 
 
 def rule_hostnames(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    groups = group_values(nodes, lambda n: n["hostname"])
+    known = [n for n in nodes if n.get("hostname_known", n["hostname"] != "?")]  # no hostname: nothing to repeat
+    groups = group_values(known, lambda n: n["hostname"])
     repeated = [g for g in groups if len(g["nodes"]) > 1]
     if not repeated:
         return []
@@ -96,6 +102,16 @@ def rule_versions(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) -> L
         must = pid in MUST_MATCH
         severity = "blocking" if must and (len(installed) > 1 or pid in ("torch", "trl")) else "warning"
         common = max(installed, key=lambda g: len(g["nodes"]))["value"] if installed else "?"
+        if SAFE_VERSION.match(common):
+            fix = (
+                f'install one version everywhere, e.g. pip install "{pid}=={common}" (what most nodes have) in the '
+                "job's environment on every node, or point every node at one shared environment"
+            )
+        else:  # a report's version pasted into a command would run whatever it holds
+            fix = (
+                f"install one {pid} version everywhere (the most common reported version is not a version string, "
+                "so no command is suggested), or point every node at one shared environment"
+            )
         findings.append(
             new_finding(
                 severity,
@@ -104,8 +120,7 @@ def rule_versions(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) -> L
                 groups,
                 f"{pid} differs across nodes"
                 + (": collectives and pickled objects assume one build everywhere" if must else ""),
-                f'install one version everywhere, e.g. pip install "{pid}=={common}" (what most nodes have) in the '
-                "job's environment on every node, or point every node at one shared environment",
+                fix,
             )
         )
     groups = group_values(nodes, torch_build_text)
@@ -366,14 +381,40 @@ def rule_accelerate(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) ->
     return findings
 
 
+def _compared(name: str) -> bool:
+    if name in ENV_PER_NODE or (name.startswith("SLURM_") and name not in ENV_MUST_MATCH):
+        return False
+    return name in ENV_MUST_MATCH or name.startswith(ENV_COMPARED_PREFIXES)
+
+
+def differing_env_names(train: List[Dict[str, Any]]) -> List[str]:
+    """The compared variables whose values differ (or are unset somewhere), from one pass over every node's
+    variables: linear in nodes plus names, never nodes x names."""
+    values: Dict[str, set] = {}
+    present: Dict[str, int] = {}
+    for node in train:
+        for name, value in node_env(node).items():
+            if _compared(name):
+                values.setdefault(name, set()).add(display(value))
+                present[name] = present.get(name, 0) + 1
+    return sorted(name for name in values if len(values[name]) > 1 or present[name] < len(train))
+
+
+def summary_finding(code: str, field: str, count: int, what: str) -> Dict[str, Any]:
+    return new_finding(
+        "warning",
+        code,
+        field,
+        [],
+        f"{count:,} more {what} differ; only the first {MAX_FINDINGS_PER_RULE} are listed",
+        "fix the listed ones first, then compare again",
+    )
+
+
 def rule_env(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     findings = []
-    names = sorted({name for n in train for name in node_env(n)})
-    for name in names:
-        if name in ENV_PER_NODE or (name.startswith("SLURM_") and name not in ENV_MUST_MATCH):
-            continue
-        if name not in ENV_MUST_MATCH and not name.startswith(ENV_COMPARED_PREFIXES):
-            continue
+    names = differing_env_names(train)
+    for name in names[:MAX_FINDINGS_PER_RULE]:
         groups = group_values(train, lambda n, name=name: node_env(n).get(name))
         if not differs(groups):
             continue
@@ -390,6 +431,8 @@ def rule_env(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) -> List[D
                 f"export the same {name} on every node in the job script (before the launcher starts)",
             )
         )
+    if len(names) > MAX_FINDINGS_PER_RULE:
+        findings.append(summary_finding("env_mismatch_more", "env", len(names) - MAX_FINDINGS_PER_RULE, "variables"))
     ranks = group_values([n for n in train if node_env(n).get("NODE_RANK")], lambda n: node_env(n).get("NODE_RANK"))
     repeated = [g for g in ranks if len(g["nodes"]) > 1]
     if repeated:
@@ -480,11 +523,20 @@ def rule_rdma(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) -> List[
 def rule_node_errors(nodes: List[Dict[str, Any]], train: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     by_code: Dict[str, List[Dict[str, Any]]] = {}
     for node in nodes:
-        for item in node["report"].get("findings") or []:
-            if item.get("severity") == "error" and item.get("code") not in COVERED_NODE_ERRORS:
-                by_code.setdefault(str(item.get("code")), []).append(node)
+        for item in (node["report"].get("findings") or [])[:MAX_FINDINGS_PER_REPORT]:
+            if (
+                isinstance(item, dict)
+                and item.get("severity") == "error"
+                and item.get("code") not in COVERED_NODE_ERRORS
+            ):
+                by_code.setdefault(str(item.get("code"))[:80], []).append(node)
     findings = []
-    for code, members in sorted(by_code.items()):
+    codes = sorted(by_code.items())
+    if len(codes) > MAX_FINDINGS_PER_RULE:
+        findings.append(
+            summary_finding("node_error_more", "findings", len(codes) - MAX_FINDINGS_PER_RULE, "node error codes")
+        )
+    for code, members in codes[:MAX_FINDINGS_PER_RULE]:
         unique = list({n["index"]: n for n in members}.values())
         findings.append(
             new_finding(
