@@ -684,6 +684,14 @@ def diag_cases() -> List[Case]:
              secrets=[SK_KEY]),
         Case("diag-text-layout", DIAG, ["--require", "ddp,qlora"], 8, SITE_ENV, _site, codes=(1,), check=_diag_layout),
         # issue 21, round 2
+        Case("diag-key-auth-secrets-of-any-shape", DIAG, [], 8,
+             {"VLLM_API_KEY": "JBSWY3DPEHPK3PXPQ7RZ2M4NW6", "NCCL_IB_AUTH_KEY": "84729103657482019376"},
+             secrets=["JBSWY3DPEHPK3PXPQ7RZ2M4NW6", "84729103657482019376"]),
+        Case("diag-accelerate-config-secret-across-a-wrap", DIAG, [], 8,
+             setup=_file(ACCEL, "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
+                                f"main_process_ip: https://user:{PASSWORD * 4}@host.example\n"
+                                f"{SK_KEY.replace('sk-live-', 'sk-proj-')}: 1\n"),
+             secrets=[PASSWORD * 4, SK_KEY.replace("sk-live-", "sk-proj-")]),
         Case("diag-empty-path-entry", DIAG, [], 8, {"PATH": ":{tmp}/bin"},
              _planted_smi, check=_path_entry_skipped),
         Case("diag-accelerate-config-directory", DIAG, ["--json"], 8, setup=lambda d: (d / ACCEL).mkdir(parents=True),
