@@ -952,7 +952,7 @@ def _pip_line_safe(result: Result) -> Optional[str]:
 def nodes_cases() -> List[Case]:
     return [
         # issue 21, round 2
-        Case("nodes-10000-nodes", NODES, ["{tmp}/all.json", "--json"], 12, setup=_many_nodes, codes=(0,)),
+        Case("nodes-10000-nodes", NODES, ["{tmp}/all.json"], 12, setup=_many_nodes, codes=(0,)),
         Case("nodes-20000-interfaces-x-prefixes", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 8, setup=_many_interfaces,
              codes=(0,), check=_bounded_output),
         Case("nodes-infinity", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 4,

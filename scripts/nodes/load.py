@@ -65,6 +65,9 @@ def _decode_all(text: str, name: str = "the input") -> List[Any]:
     """Every JSON value in ``text`` (one report, or several written one after the other). The nesting is measured
     on the whole text before decoding; each value must be an object (a report) as soon as it is decoded, and at
     most :data:`MAX_REPORTS` are read, so 28 MB of ``[]`` is refused at the first one."""
+    first = text.lstrip()[:1]
+    if first and first != "{":  # a report is an object: 28 MB of [] is refused before anything is measured
+        raise InputError(f"{name}: expected the JSON object of check_optional_backends.py --json")
     try:
         measure_json(text)
     except StructureError as error:
