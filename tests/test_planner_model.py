@@ -67,6 +67,26 @@ def test_tied_embeddings_are_counted_once_and_largest_module_follows_deepspeed()
     assert mixtral.largest_module == 8 * 3 * 4096 * 14336
 
 
+def test_largest_module_is_searched_over_every_module_not_embedding_and_experts_only():
+    # Phi-3-medium: the fused dense gate_up_proj (5120 x 2*17920 = 183.5M) is larger than the embedding (164.2M).
+    phi3 = fixture_facts("phi-3-medium-4k")
+    assert phi3.embedding == 32064 * 5120
+    assert phi3.largest_module == 5120 * 2 * 17920 > phi3.embedding
+    # gpt-oss: the experts module holds both fused tensors and their biases.
+    gpt_oss = fixture_facts("gpt-oss-20b")
+    assert gpt_oss.largest_module == 32 * (2880 * 5760 + 5760 + 2880 * 2880 + 2880)
+
+
+def test_zero3_figures_follow_the_largest_module():
+    from planner import memory as plan_memory
+
+    phi3 = fixture_facts("phi-3-medium-4k")
+    low = plan_memory.ds_zero3_model_states(phi3.total, phi3.embedding, 8, 1, True, True)
+    right = plan_memory.ds_zero3_model_states(phi3.total, phi3.largest_module, 8, 1, True, True)
+    # With parameter offload the GPU holds the largest layer: 4 bytes x 183.5M, not x 164.2M.
+    assert right[1] == 4 * 183_500_800 and right[1] > low[1]
+
+
 def test_mixtral_all_linear_also_trains_fused_experts_and_router_by_hand():
     """PEFT 0.21.2 + transformers 5.24.0: all-linear on Mixtral becomes target_parameters for the fused experts
     (gate_up_proj at rank 2r, down_proj at r; ParamWrapper r*E*(in+out)) and the router weight (r*(E+h))."""

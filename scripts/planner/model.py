@@ -258,6 +258,16 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
     return _Moe(experts, top_k, expert_inter, len(moe_ids), shared, params, expert_params, router)
 
 
+def _moe_module_sizes(params: List[ExpertParam]) -> List[int]:
+    """Own parameters of each module that holds expert parameters: ``mlp.experts`` (all fused tensors and biases
+    together), the router (weight + bias)."""
+    owners: Dict[str, int] = {}
+    for p in params:
+        owner = p.path.rsplit(".", 1)[0]
+        owners[owner] = owners.get(owner, 0) + p.numel
+    return list(owners.values())
+
+
 def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     """Count parameters of a decoder from its config.json, family by family (transformers 5.24.0 modeling)."""
     model_type = config.get("model_type")
@@ -307,7 +317,11 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     add(attn_linears, layers)
     dense_mlp = _dense_mlp(model_type, "mlp.", h, inter, mlp_bias)
     dense_layer = attn + layer_norms + _linear_params(dense_mlp)
-    largest_module = vocab * h
+    # DeepSpeed's largest_layer_params: the most parameters one module holds itself (not counting its children),
+    # over every module: embedding, lm_head, each Linear (weight + bias), a fused experts module, norms.
+    module_sizes = [vocab * h, norm_params] + [_linear_params([lin]) for lin in attn_linears]
+    if attn_extra and model_type == "gpt_oss":
+        module_sizes.append(heads)  # sinks sit on the attention module itself
     notes: List[str] = []
     expert_params: List[ExpertParam] = []
     is_moe = model_type in MOE_TYPES
@@ -322,8 +336,9 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
         moe_layer = attn + layer_norms + fused + _linear_params(moe.shared)
         total_layers = n_moe * moe_layer + n_dense * dense_layer
         active_layers = total_layers - n_moe * (moe.experts - moe.top_k) * moe.expert_params
-        experts_module = sum(p.numel for p in moe.params if p.path.startswith("mlp.experts."))
-        largest_module = max(largest_module, experts_module)
+        module_sizes += _moe_module_sizes(moe.params) + [_linear_params([lin]) for lin in moe.shared]
+        if n_dense:
+            module_sizes += [_linear_params([lin]) for lin in dense_mlp]
         add(moe.shared, n_moe)
         add(dense_mlp, n_dense)
         for p in moe.params:
@@ -342,12 +357,14 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
             "list (see the LoRA note)"
         )
     else:
+        module_sizes += [_linear_params([lin]) for lin in dense_mlp]
         add(dense_mlp, layers)
         total_layers = active_layers = layers * dense_layer
         block = dense_layer
         block_q = sum(i * o for _, i, o, _ in attn_linears) + sum(i * o for _, i, o, _ in dense_mlp)
     embedding = vocab * h
     lm_head = 0 if tied else vocab * h + (vocab if model_type == "phi" else 0)
+    largest_module = max(*module_sizes, lm_head)
     final_norm = norm_params
     total = embedding + lm_head + final_norm + total_layers
     active = embedding + lm_head + final_norm + active_layers
