@@ -43,7 +43,14 @@ def _model(config: Dict[str, Any]):
 
     cfg = dict(config)
     model_type = cfg.pop("model_type")
-    for key in ("architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype"):
+    for key in (
+        "architectures",
+        "_name_or_path",
+        "transformers_version",
+        "torch_dtype",
+        "dtype",
+        "quantization_config",
+    ):
         cfg.pop(key, None)
     hf_config = AutoConfig.for_model(model_type, **cfg)
     with torch.device("meta"):

@@ -88,6 +88,11 @@ class ModelFacts:
     model_type: str = ""
     expert_params: List[ExpertParam] = field(default_factory=list)
     mla_kv_dim: Optional[int] = None  # multi-head latent attention: cached latent + rope key per token and layer
+    layer_windows: List[Optional[int]] = field(default_factory=list)  # per layer: sliding window, None for full
+    mlp_width: int = 0  # intermediate width of the dense MLP layers (0 when every layer routes to experts)
+    expert_width: int = 0  # intermediate width of one routed expert (MoE)
+    experts_per_token: int = 0  # top-k routed experts (MoE)
+    quantization: Optional[str] = None  # the checkpoint's quantization_config.quant_method (e.g. "mxfp4")
 
     @property
     def kv_dim(self) -> int:
@@ -114,6 +119,26 @@ FAMILIES = {
 }
 MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
 MLA_TYPES = {"deepseek_v2", "deepseek_v3"}  # multi-head latent attention (transformers 5.24.0 modeling files)
+
+
+# Where a config.json has no layer_types, transformers 5.24.0 fills them in per family: gemma2 and gpt_oss
+# alternate sliding and full from layer 0, gemma3_text has 5 sliding layers per full one (sliding_window_pattern 6).
+SLIDING_PATTERN = {"gemma2": 2, "gpt_oss": 2, "gemma3_text": 6}
+
+
+def _layer_windows(config: Dict[str, Any], model_type: str, layers: int) -> List[Optional[int]]:
+    """Per decoder layer, the sliding window vLLM gives its attention (per_layer_sliding_window in the vLLM model
+    files: the window on layers whose layer_types entry is sliding_attention), or None for full attention."""
+    window = config.get("sliding_window")
+    if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+        return [None] * layers
+    types = config.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        return [window if t == "sliding_attention" else None for t in types]
+    pattern = config.get("sliding_window_pattern") or SLIDING_PATTERN.get(model_type)
+    if not isinstance(pattern, int) or pattern <= 0:
+        return [None] * layers  # e.g. Mistral v0.1: vLLM's llama/mistral code reads layer_types only
+    return [window if (i + 1) % pattern else None for i in range(layers)]
 
 
 def _cfg_int(config: Dict[str, Any], key: str, path: str, default: Optional[int] = None) -> int:
@@ -327,11 +352,13 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     is_moe = model_type in MOE_TYPES
     mlp_active = inter
     mla_kv_dim: Optional[int] = None
+    n_dense_layers, expert_width, top_k = layers, 0, 0
     if model_type in MLA_TYPES:
         mla_kv_dim = _cfg_int(config, "kv_lora_rank", path) + _cfg_int(config, "qk_rope_head_dim", path)
     if is_moe:
         moe = _moe(config, model_type, path, h, inter, layers)
         n_moe, n_dense = moe.moe_layers, layers - moe.moe_layers
+        n_dense_layers, expert_width, top_k = n_dense, moe.expert_inter, moe.top_k
         fused = sum(p.numel for p in moe.params)
         moe_layer = attn + layer_norms + fused + _linear_params(moe.shared)
         total_layers = n_moe * moe_layer + n_dense * dense_layer
@@ -373,6 +400,8 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     name = str(config.get("_name_or_path") or Path(path).parent.name or model_type)
     dtype = config.get("torch_dtype") or config.get("dtype")
     max_pos = config.get("max_position_embeddings")
+    quant = config.get("quantization_config")
+    quant_method = quant.get("quant_method") if isinstance(quant, dict) else None
     return ModelFacts(
         name=name,
         source=f"config.json ({path}, model_type {model_type})",
@@ -401,6 +430,11 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
         model_type=str(model_type),
         expert_params=expert_params,
         mla_kv_dim=mla_kv_dim,
+        layer_windows=_layer_windows(config, str(model_type), layers),
+        mlp_width=inter if (not is_moe or n_dense_layers) else 0,
+        expert_width=expert_width,
+        experts_per_token=top_k,
+        quantization=str(quant_method) if quant_method else None,
     )
 
 
@@ -469,6 +503,7 @@ def facts_from_params(total: int) -> ModelFacts:
             "LoRA sizes and the ZeRO-3 largest layer"
         ],
     )
+    facts.layer_windows, facts.mlp_width = list(ref.layer_windows), ref.mlp_width
     if abs(math.log(scale)) > math.log(1.25):
         facts.notes.append(f"--params is {scale:.2f}x the nearest reference shape; treat activations as rough")
     return facts
