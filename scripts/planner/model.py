@@ -116,8 +116,9 @@ FAMILIES = {
     "deepseek_v2": (False, None, None, 2, False, True, False),
     "deepseek_v3": (False, None, None, 2, False, True, False),
     "gpt_oss": (False, None, None, 2, False, True, False),
+    "olmoe": (False, None, None, 2, False, True, False),
 }
-MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
+MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "olmoe"}
 MLA_TYPES = {"deepseek_v2", "deepseek_v3"}  # multi-head latent attention (transformers 5.24.0 modeling files)
 
 
@@ -202,6 +203,8 @@ def _attention(config: Dict[str, Any], model_type: str, path: str, h: int, heads
         ]
     linears.append(("self_attn.dense" if model_type == "phi" else "self_attn.o_proj", q_out, h, o_bias))
     extra = 2 * head_dim if qk_norm else 0
+    if model_type == "olmoe":
+        extra = h + (h // heads) * kv  # q_norm over hidden_size, k_norm over the KV projection (modeling_olmoe.py)
     if model_type == "gpt_oss":
         extra += heads  # attention sinks, one per head
     return linears, extra
@@ -235,6 +238,11 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
     """Routed experts, router and shared experts of one MoE layer, as transformers 5.24.0 builds them."""
     if model_type in ("mixtral", "gpt_oss"):
         experts = _cfg_int(config, "num_local_experts", path)
+        expert_inter = inter
+        moe_ids = set(range(layers))
+    elif model_type == "olmoe":
+        key = "num_experts" if "num_experts" in config else "num_local_experts"
+        experts = _cfg_int(config, key, path)
         expert_inter = inter
         moe_ids = set(range(layers))
     elif model_type in MLA_TYPES:
@@ -527,6 +535,7 @@ def parse_param_count(text: str) -> int:
 PEFT_MOE_CONVERSION = {
     "mixtral": "mixtral",
     "qwen3_moe": "qwen2_moe",
+    "olmoe": "qwen2_moe",
     "deepseek_v2": "qwen2_moe",
     "deepseek_v3": "qwen2_moe",
 }
