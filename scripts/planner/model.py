@@ -117,8 +117,9 @@ FAMILIES = {
     "deepseek_v3": (False, None, None, 2, False, True, False),
     "gpt_oss": (False, None, None, 2, False, True, False),
     "olmoe": (False, None, None, 2, False, True, False),
+    "glm4_moe": (False, None, False, 2, False, True, False),
 }
-MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "olmoe"}
+MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "olmoe", "glm4_moe"}
 MLA_TYPES = {"deepseek_v2", "deepseek_v3"}  # multi-head latent attention (transformers 5.24.0 modeling files)
 
 
@@ -203,6 +204,8 @@ def _attention(config: Dict[str, Any], model_type: str, path: str, h: int, heads
         ]
     linears.append(("self_attn.dense" if model_type == "phi" else "self_attn.o_proj", q_out, h, o_bias))
     extra = 2 * head_dim if qk_norm else 0
+    if model_type == "glm4_moe" and config.get("use_qk_norm"):
+        extra = 2 * head_dim
     if model_type == "olmoe":
         extra = h + (h // heads) * kv  # q_norm over hidden_size, k_norm over the KV projection (modeling_olmoe.py)
     if model_type == "gpt_oss":
@@ -245,7 +248,7 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
         experts = _cfg_int(config, key, path)
         expert_inter = inter
         moe_ids = set(range(layers))
-    elif model_type in MLA_TYPES:
+    elif model_type in MLA_TYPES or model_type == "glm4_moe":
         experts = _cfg_int(config, "n_routed_experts", path)
         expert_inter = _cfg_int(config, "moe_intermediate_size", path)
         first_dense = _cfg_int(config, "first_k_dense_replace", path, 0)
@@ -283,7 +286,7 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
             if width:
                 shared = _dense_mlp(model_type, "mlp.shared_expert.", h, width, False)
                 shared.append(("mlp.shared_expert_gate", h, 1, False))
-        elif model_type in MLA_TYPES:
+        elif model_type in MLA_TYPES or model_type == "glm4_moe":
             n_shared = int(config.get("n_shared_experts") or 0)
             if n_shared:
                 shared = _dense_mlp(model_type, "mlp.shared_experts.", h, n_shared * expert_inter, False)
@@ -536,6 +539,7 @@ PEFT_MOE_CONVERSION = {
     "mixtral": "mixtral",
     "qwen3_moe": "qwen2_moe",
     "olmoe": "qwen2_moe",
+    "glm4_moe": "qwen2_moe",
     "deepseek_v2": "qwen2_moe",
     "deepseek_v3": "qwen2_moe",
 }
