@@ -208,3 +208,26 @@ def test_kv_cache_formula():
     assert pm.kv_bytes_per_token(facts, 1) == 2 * 32 * 8 * 128 * 2
     assert pm.kv_bytes_per_token(facts, 2) == 2 * 32 * 4 * 128 * 2
     assert pm.kv_bytes_per_token(fixture_facts("gemma-2b"), 2) == 2 * 18 * 1 * 256 * 2  # 1 KV head: replicated
+
+
+def test_params_says_it_cannot_count_experts():
+    facts = pm.facts_from_params(30_000_000_000)
+    assert not facts.is_moe
+    assert any("cannot count experts" in note for note in facts.notes)
+
+
+def test_a_wrapper_whose_text_model_is_supported_points_to_it_and_one_that_is_not_does_not():
+    text = json.loads((MODEL_DIR / "gemma-3-1b" / "config.json").read_text())
+    with pytest.raises(pm.PlanInputError, match=r"save its text_config block .*'gemma3_text'"):
+        pm.facts_from_config({"model_type": "gemma3", "text_config": text}, "x/config.json")
+    # The way out it names works: the text block alone plans.
+    assert pm.facts_from_config(text, "text/config.json").total == fixture_facts("gemma-3-1b").total
+    llama4 = {"model_type": "llama4", "text_config": {"model_type": "llama4_text", "num_local_experts": 16}}
+    with pytest.raises(pm.PlanInputError, match="not supported either; pass --params") as info:
+        pm.facts_from_config(llama4, "x/config.json")
+    assert "save its text_config" not in str(info.value)
+
+
+def test_an_unknown_moe_is_told_params_cannot_count_its_experts():
+    with pytest.raises(pm.PlanInputError, match="cannot count its experts"):
+        pm.facts_from_config({"model_type": "granitemoe", "num_local_experts": 32}, "x/config.json")

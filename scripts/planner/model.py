@@ -308,15 +308,33 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     """Count parameters of a decoder from its config.json, family by family (transformers 5.24.0 modeling)."""
     model_type = config.get("model_type")
     if model_type not in FAMILIES:
-        if isinstance(config.get("text_config"), dict):
+        text = config.get("text_config")
+        if isinstance(text, dict):
+            inner = text.get("model_type")
+            if inner in FAMILIES:
+                way = (
+                    f"save its text_config block (model_type {inner!r}) as a config.json of its own and pass that; "
+                    "add the vision tower's parameters by hand, the planner counts the language model only"
+                )
+            else:
+                way = (
+                    f"its text model ({inner!r}) is not supported either; pass --params with the total count (a "
+                    "dense approximation: it cannot count experts or the vision tower)"
+                )
             raise PlanInputError(
                 f"{path}: model_type {model_type!r} is a multimodal wrapper (a vision tower and projector the planner "
-                f"does not count); pass --params, or a config.json of the text model (supported model_type: "
-                f"{', '.join(sorted(FAMILIES))})"
+                f"does not count); {way} (supported model_type: {', '.join(sorted(FAMILIES))})"
             )
+        moe = any(k in config for k in ("num_experts", "num_local_experts", "n_routed_experts"))
+        caveat = (
+            " It is an MoE: --params plans a dense shape and cannot count its experts (LoRA sizes and the ZeRO-3 "
+            "largest layer will be wrong)."
+            if moe
+            else ""
+        )
         raise PlanInputError(
             f"{path}: unknown model_type {model_type!r} (architectures {config.get('architectures')}); supported: "
-            f"{', '.join(sorted(FAMILIES))}. Pass --params instead to plan with a reference shape."
+            f"{', '.join(sorted(FAMILIES))}. Pass --params instead to plan with a reference shape.{caveat}"
         )
     tied_default, _, _, norms, _, gated, layer_norm = FAMILIES[model_type]
     h = _cfg_int(config, "hidden_size", path)
@@ -511,7 +529,9 @@ def facts_from_params(total: int) -> ModelFacts:
         torch_dtype="bfloat16",
         notes=[
             f"shape approximated by {ref.name}: pass --model-config <config.json> for exact activations, KV cache, "
-            "LoRA sizes and the ZeRO-3 largest layer"
+            "LoRA sizes and the ZeRO-3 largest layer",
+            "--params plans a dense decoder: it cannot count experts, so for an MoE model the LoRA sizes, active "
+            "parameters and largest layer are not its own; pass --model-config for an MoE",
         ],
     )
     facts.layer_windows, facts.mlp_width = list(ref.layer_windows), ref.mlp_width
