@@ -230,4 +230,10 @@ def test_a_wrapper_whose_text_model_is_supported_points_to_it_and_one_that_is_no
 
 def test_an_unknown_moe_is_told_params_cannot_count_its_experts():
     with pytest.raises(pm.PlanInputError, match="cannot count its experts"):
-        pm.facts_from_config({"model_type": "granitemoe", "num_local_experts": 32}, "x/config.json")
+        pm.facts_from_config({"model_type": "qwen3_next", "num_experts": 512}, "x/config.json")
+
+
+def test_granitemoe_lora_trains_attention_only_and_says_the_experts_stay_frozen():
+    result = pm.resolve_lora(fixture_facts("granite-3.0-1b-a400m"), 16, "all-linear")
+    assert result.modules == ["k_proj", "o_proj", "q_proj", "v_proj"] and result.parameters == []
+    assert any("stay frozen" in note for note in result.notes)

@@ -118,8 +118,19 @@ FAMILIES = {
     "gpt_oss": (False, None, None, 2, False, True, False),
     "olmoe": (False, None, None, 2, False, True, False),
     "glm4_moe": (False, None, False, 2, False, True, False),
+    "granitemoe": (False, None, None, 2, False, True, False),
 }
-MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss", "olmoe", "glm4_moe"}
+MOE_TYPES = {
+    "mixtral",
+    "qwen2_moe",
+    "qwen3_moe",
+    "deepseek_v2",
+    "deepseek_v3",
+    "gpt_oss",
+    "olmoe",
+    "glm4_moe",
+    "granitemoe",
+}
 MLA_TYPES = {"deepseek_v2", "deepseek_v3"}  # multi-head latent attention (transformers 5.24.0 modeling files)
 
 
@@ -243,6 +254,10 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
         experts = _cfg_int(config, "num_local_experts", path)
         expert_inter = inter
         moe_ids = set(range(layers))
+    elif model_type == "granitemoe":
+        experts = _cfg_int(config, "num_local_experts", path, 8)
+        expert_inter = inter
+        moe_ids = set(range(layers))
     elif model_type == "olmoe":
         key = "num_experts" if "num_experts" in config else "num_local_experts"
         experts = _cfg_int(config, key, path)
@@ -274,6 +289,13 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
             ExpertParam("mlp.experts.down_proj_bias", experts, 1, h, 0, lora=False),
         ]
         expert_params = 3 * h * expert_inter + i2 + h
+    elif model_type == "granitemoe":  # the MoE block is block_sparse_moe, its router a bare parameter
+        params = [
+            ExpertParam("block_sparse_moe.router.weight", 1, experts, h, 0),
+            ExpertParam("block_sparse_moe.experts.gate_up_proj", experts, i2, h, 0),
+            ExpertParam("block_sparse_moe.experts.down_proj", experts, h, expert_inter, 0),
+        ]
+        expert_params = 3 * h * expert_inter
     else:
         params = [
             ExpertParam("mlp.gate.weight", 1, experts, h, 0),
@@ -670,6 +692,11 @@ def resolve_lora(facts: ModelFacts, rank: int, targets: str) -> LoraTargets:
             "names that match and raises only when none does)"
         )
     reason = None
+    if facts.expert_params and not chosen_params and not base:
+        notes.append(
+            f"LoRA on {facts.model_type}: {PEFT_VERSIONS} does not turn these targets into target_parameters, so "
+            "the fused experts and the router stay frozen; only the listed Linear layers train"
+        )
     if chosen_params:
         router = " and the router" if "gate.weight" in parameters else ""
         layout = "".join(f"; {k} at rank {v}" for k, v in rank_pattern.items())
