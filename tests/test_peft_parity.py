@@ -45,6 +45,13 @@ def test_total_parameters_match_transformers(model):
     assert _close(_facts(model).total, PARITY["models"][model]["total_params"])
 
 
+@pytest.mark.parametrize("model", sorted(PARITY["models"]))
+def test_largest_module_matches_deepspeeds_search_over_the_meta_model(model):
+    """DeepSpeed's ZeRO-3 estimator takes the most parameters any one module holds itself; the tool ran that search
+    over the transformers model."""
+    assert _facts(model).largest_module == PARITY["models"][model]["largest_module_params"]
+
+
 @pytest.mark.parametrize(("model", "case"), CASES)
 def test_trainable_parameters_match_peft_within_0_1_percent(model, case):
     truth = PARITY["models"][model]["cases"][case]

@@ -67,6 +67,26 @@ def test_tied_embeddings_are_counted_once_and_largest_module_follows_deepspeed()
     assert mixtral.largest_module == 8 * 3 * 4096 * 14336
 
 
+def test_largest_module_is_searched_over_every_module_not_embedding_and_experts_only():
+    # Phi-3-medium: the fused dense gate_up_proj (5120 x 2*17920 = 183.5M) is larger than the embedding (164.2M).
+    phi3 = fixture_facts("phi-3-medium-4k")
+    assert phi3.embedding == 32064 * 5120
+    assert phi3.largest_module == 5120 * 2 * 17920 > phi3.embedding
+    # gpt-oss: the experts module holds both fused tensors and their biases.
+    gpt_oss = fixture_facts("gpt-oss-20b")
+    assert gpt_oss.largest_module == 32 * (2880 * 5760 + 5760 + 2880 * 2880 + 2880)
+
+
+def test_zero3_figures_follow_the_largest_module():
+    from planner import memory as plan_memory
+
+    phi3 = fixture_facts("phi-3-medium-4k")
+    low = plan_memory.ds_zero3_model_states(phi3.total, phi3.embedding, 8, 1, True, True)
+    right = plan_memory.ds_zero3_model_states(phi3.total, phi3.largest_module, 8, 1, True, True)
+    # With parameter offload the GPU holds the largest layer: 4 bytes x 183.5M, not x 164.2M.
+    assert right[1] == 4 * 183_500_800 and right[1] > low[1]
+
+
 def test_mixtral_all_linear_also_trains_fused_experts_and_router_by_hand():
     """PEFT 0.21.2 + transformers 5.24.0: all-linear on Mixtral becomes target_parameters for the fused experts
     (gate_up_proj at rank 2r, down_proj at r; ParamWrapper r*E*(in+out)) and the router weight (r*(E+h))."""
@@ -188,3 +208,32 @@ def test_kv_cache_formula():
     assert pm.kv_bytes_per_token(facts, 1) == 2 * 32 * 8 * 128 * 2
     assert pm.kv_bytes_per_token(facts, 2) == 2 * 32 * 4 * 128 * 2
     assert pm.kv_bytes_per_token(fixture_facts("gemma-2b"), 2) == 2 * 18 * 1 * 256 * 2  # 1 KV head: replicated
+
+
+def test_params_says_it_cannot_count_experts():
+    facts = pm.facts_from_params(30_000_000_000)
+    assert not facts.is_moe
+    assert any("cannot count experts" in note for note in facts.notes)
+
+
+def test_a_wrapper_whose_text_model_is_supported_points_to_it_and_one_that_is_not_does_not():
+    text = json.loads((MODEL_DIR / "gemma-3-1b" / "config.json").read_text())
+    with pytest.raises(pm.PlanInputError, match=r"save its text_config block .*'gemma3_text'"):
+        pm.facts_from_config({"model_type": "gemma3", "text_config": text}, "x/config.json")
+    # The way out it names works: the text block alone plans.
+    assert pm.facts_from_config(text, "text/config.json").total == fixture_facts("gemma-3-1b").total
+    llama4 = {"model_type": "llama4", "text_config": {"model_type": "llama4_text", "num_local_experts": 16}}
+    with pytest.raises(pm.PlanInputError, match="not supported either; pass --params") as info:
+        pm.facts_from_config(llama4, "x/config.json")
+    assert "save its text_config" not in str(info.value)
+
+
+def test_an_unknown_moe_is_told_params_cannot_count_its_experts():
+    with pytest.raises(pm.PlanInputError, match="cannot count its experts"):
+        pm.facts_from_config({"model_type": "qwen3_next", "num_experts": 512}, "x/config.json")
+
+
+def test_granitemoe_lora_trains_attention_only_and_says_the_experts_stay_frozen():
+    result = pm.resolve_lora(fixture_facts("granite-3.0-1b-a400m"), 16, "all-linear")
+    assert result.modules == ["k_proj", "o_proj", "q_proj", "v_proj"] and result.parameters == []
+    assert any("stay frozen" in note for note in result.notes)

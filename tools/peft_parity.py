@@ -8,7 +8,8 @@ Run by hand, never by the test-suite, in a separate virtual environment with CPU
     ~/peft-parity/bin/pip install --no-deps bitsandbytes==0.50.2
     ~/peft-parity/bin/python tools/peft_parity.py --write tests/fixtures/peft_parity.json
 
-For every ``tests/fixtures/model_configs/*/config.json`` it records the total parameter count, and for LoRA and
+For every ``tests/fixtures/model_configs/*/config.json`` it records the total parameter count and the largest
+module (DeepSpeed's ZeRO-3 ``largest_layer_params``: one module's own parameters), and for LoRA and
 QLoRA (bitsandbytes 4-bit ``Linear4bit`` swapped in on the meta device, the layers ``from_pretrained`` would
 quantize) with ``all-linear`` and the common seven-name list: the trainable count, the target modules and
 parameters PEFT resolved (after its transformers-v5 MoE conversion), the rank pattern, and the error PEFT raises
@@ -42,7 +43,14 @@ def _model(config: Dict[str, Any]):
 
     cfg = dict(config)
     model_type = cfg.pop("model_type")
-    for key in ("architectures", "_name_or_path", "transformers_version", "torch_dtype", "dtype"):
+    for key in (
+        "architectures",
+        "_name_or_path",
+        "transformers_version",
+        "torch_dtype",
+        "dtype",
+        "quantization_config",
+    ):
         cfg.pop(key, None)
     hf_config = AutoConfig.for_model(model_type, **cfg)
     with torch.device("meta"):
@@ -130,6 +138,9 @@ def measure(names: Optional[List[str]] = None) -> Dict[str, Any]:
         entry: Dict[str, Any] = {
             "model_type": config["model_type"],
             "total_params": sum(p.numel() for p in model.parameters()),
+            # DeepSpeed's largest_layer_params (estimate_zero3_model_states_mem_needs_all_live): the most parameters
+            # one module holds itself, its children not counted.
+            "largest_module_params": max(sum(p.numel() for p in m.parameters(recurse=False)) for m in model.modules()),
             "cases": {},
         }
         for method in ("lora", "qlora"):

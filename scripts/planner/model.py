@@ -88,6 +88,11 @@ class ModelFacts:
     model_type: str = ""
     expert_params: List[ExpertParam] = field(default_factory=list)
     mla_kv_dim: Optional[int] = None  # multi-head latent attention: cached latent + rope key per token and layer
+    layer_windows: List[Optional[int]] = field(default_factory=list)  # per layer: sliding window, None for full
+    mlp_width: int = 0  # intermediate width of the dense MLP layers (0 when every layer routes to experts)
+    expert_width: int = 0  # intermediate width of one routed expert (MoE)
+    experts_per_token: int = 0  # top-k routed experts (MoE)
+    quantization: Optional[str] = None  # the checkpoint's quantization_config.quant_method (e.g. "mxfp4")
 
     @property
     def kv_dim(self) -> int:
@@ -111,9 +116,42 @@ FAMILIES = {
     "deepseek_v2": (False, None, None, 2, False, True, False),
     "deepseek_v3": (False, None, None, 2, False, True, False),
     "gpt_oss": (False, None, None, 2, False, True, False),
+    "olmoe": (False, None, None, 2, False, True, False),
+    "glm4_moe": (False, None, False, 2, False, True, False),
+    "granitemoe": (False, None, None, 2, False, True, False),
 }
-MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
+MOE_TYPES = {
+    "mixtral",
+    "qwen2_moe",
+    "qwen3_moe",
+    "deepseek_v2",
+    "deepseek_v3",
+    "gpt_oss",
+    "olmoe",
+    "glm4_moe",
+    "granitemoe",
+}
 MLA_TYPES = {"deepseek_v2", "deepseek_v3"}  # multi-head latent attention (transformers 5.24.0 modeling files)
+
+
+# Where a config.json has no layer_types, transformers 5.24.0 fills them in per family: gemma2 and gpt_oss
+# alternate sliding and full from layer 0, gemma3_text has 5 sliding layers per full one (sliding_window_pattern 6).
+SLIDING_PATTERN = {"gemma2": 2, "gpt_oss": 2, "gemma3_text": 6}
+
+
+def _layer_windows(config: Dict[str, Any], model_type: str, layers: int) -> List[Optional[int]]:
+    """Per decoder layer, the sliding window vLLM gives its attention (per_layer_sliding_window in the vLLM model
+    files: the window on layers whose layer_types entry is sliding_attention), or None for full attention."""
+    window = config.get("sliding_window")
+    if not isinstance(window, int) or isinstance(window, bool) or window <= 0:
+        return [None] * layers
+    types = config.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        return [window if t == "sliding_attention" else None for t in types]
+    pattern = config.get("sliding_window_pattern") or SLIDING_PATTERN.get(model_type)
+    if not isinstance(pattern, int) or pattern <= 0:
+        return [None] * layers  # e.g. Mistral v0.1: vLLM's llama/mistral code reads layer_types only
+    return [window if (i + 1) % pattern else None for i in range(layers)]
 
 
 def _cfg_int(config: Dict[str, Any], key: str, path: str, default: Optional[int] = None) -> int:
@@ -177,6 +215,10 @@ def _attention(config: Dict[str, Any], model_type: str, path: str, h: int, heads
         ]
     linears.append(("self_attn.dense" if model_type == "phi" else "self_attn.o_proj", q_out, h, o_bias))
     extra = 2 * head_dim if qk_norm else 0
+    if model_type == "glm4_moe" and config.get("use_qk_norm"):
+        extra = 2 * head_dim
+    if model_type == "olmoe":
+        extra = h + (h // heads) * kv  # q_norm over hidden_size, k_norm over the KV projection (modeling_olmoe.py)
     if model_type == "gpt_oss":
         extra += heads  # attention sinks, one per head
     return linears, extra
@@ -212,7 +254,16 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
         experts = _cfg_int(config, "num_local_experts", path)
         expert_inter = inter
         moe_ids = set(range(layers))
-    elif model_type in MLA_TYPES:
+    elif model_type == "granitemoe":
+        experts = _cfg_int(config, "num_local_experts", path, 8)
+        expert_inter = inter
+        moe_ids = set(range(layers))
+    elif model_type == "olmoe":
+        key = "num_experts" if "num_experts" in config else "num_local_experts"
+        experts = _cfg_int(config, key, path)
+        expert_inter = inter
+        moe_ids = set(range(layers))
+    elif model_type in MLA_TYPES or model_type == "glm4_moe":
         experts = _cfg_int(config, "n_routed_experts", path)
         expert_inter = _cfg_int(config, "moe_intermediate_size", path)
         first_dense = _cfg_int(config, "first_k_dense_replace", path, 0)
@@ -238,6 +289,13 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
             ExpertParam("mlp.experts.down_proj_bias", experts, 1, h, 0, lora=False),
         ]
         expert_params = 3 * h * expert_inter + i2 + h
+    elif model_type == "granitemoe":  # the MoE block is block_sparse_moe, its router a bare parameter
+        params = [
+            ExpertParam("block_sparse_moe.router.weight", 1, experts, h, 0),
+            ExpertParam("block_sparse_moe.experts.gate_up_proj", experts, i2, h, 0),
+            ExpertParam("block_sparse_moe.experts.down_proj", experts, h, expert_inter, 0),
+        ]
+        expert_params = 3 * h * expert_inter
     else:
         params = [
             ExpertParam("mlp.gate.weight", 1, experts, h, 0),
@@ -250,7 +308,7 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
             if width:
                 shared = _dense_mlp(model_type, "mlp.shared_expert.", h, width, False)
                 shared.append(("mlp.shared_expert_gate", h, 1, False))
-        elif model_type in MLA_TYPES:
+        elif model_type in MLA_TYPES or model_type == "glm4_moe":
             n_shared = int(config.get("n_shared_experts") or 0)
             if n_shared:
                 shared = _dense_mlp(model_type, "mlp.shared_experts.", h, n_shared * expert_inter, False)
@@ -258,19 +316,47 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
     return _Moe(experts, top_k, expert_inter, len(moe_ids), shared, params, expert_params, router)
 
 
+def _moe_module_sizes(params: List[ExpertParam]) -> List[int]:
+    """Own parameters of each module that holds expert parameters: ``mlp.experts`` (all fused tensors and biases
+    together), the router (weight + bias)."""
+    owners: Dict[str, int] = {}
+    for p in params:
+        owner = p.path.rsplit(".", 1)[0]
+        owners[owner] = owners.get(owner, 0) + p.numel
+    return list(owners.values())
+
+
 def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     """Count parameters of a decoder from its config.json, family by family (transformers 5.24.0 modeling)."""
     model_type = config.get("model_type")
     if model_type not in FAMILIES:
-        if isinstance(config.get("text_config"), dict):
+        text = config.get("text_config")
+        if isinstance(text, dict):
+            inner = text.get("model_type")
+            if inner in FAMILIES:
+                way = (
+                    f"save its text_config block (model_type {inner!r}) as a config.json of its own and pass that; "
+                    "add the vision tower's parameters by hand, the planner counts the language model only"
+                )
+            else:
+                way = (
+                    f"its text model ({inner!r}) is not supported either; pass --params with the total count (a "
+                    "dense approximation: it cannot count experts or the vision tower)"
+                )
             raise PlanInputError(
                 f"{path}: model_type {model_type!r} is a multimodal wrapper (a vision tower and projector the planner "
-                f"does not count); pass --params, or a config.json of the text model (supported model_type: "
-                f"{', '.join(sorted(FAMILIES))})"
+                f"does not count); {way} (supported model_type: {', '.join(sorted(FAMILIES))})"
             )
+        moe = any(k in config for k in ("num_experts", "num_local_experts", "n_routed_experts"))
+        caveat = (
+            " It is an MoE: --params plans a dense shape and cannot count its experts (LoRA sizes and the ZeRO-3 "
+            "largest layer will be wrong)."
+            if moe
+            else ""
+        )
         raise PlanInputError(
             f"{path}: unknown model_type {model_type!r} (architectures {config.get('architectures')}); supported: "
-            f"{', '.join(sorted(FAMILIES))}. Pass --params instead to plan with a reference shape."
+            f"{', '.join(sorted(FAMILIES))}. Pass --params instead to plan with a reference shape.{caveat}"
         )
     tied_default, _, _, norms, _, gated, layer_norm = FAMILIES[model_type]
     h = _cfg_int(config, "hidden_size", path)
@@ -307,23 +393,30 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     add(attn_linears, layers)
     dense_mlp = _dense_mlp(model_type, "mlp.", h, inter, mlp_bias)
     dense_layer = attn + layer_norms + _linear_params(dense_mlp)
-    largest_module = vocab * h
+    # DeepSpeed's largest_layer_params: the most parameters one module holds itself (not counting its children),
+    # over every module: embedding, lm_head, each Linear (weight + bias), a fused experts module, norms.
+    module_sizes = [vocab * h, norm_params] + [_linear_params([lin]) for lin in attn_linears]
+    if attn_extra and model_type == "gpt_oss":
+        module_sizes.append(heads)  # sinks sit on the attention module itself
     notes: List[str] = []
     expert_params: List[ExpertParam] = []
     is_moe = model_type in MOE_TYPES
     mlp_active = inter
     mla_kv_dim: Optional[int] = None
+    n_dense_layers, expert_width, top_k = layers, 0, 0
     if model_type in MLA_TYPES:
         mla_kv_dim = _cfg_int(config, "kv_lora_rank", path) + _cfg_int(config, "qk_rope_head_dim", path)
     if is_moe:
         moe = _moe(config, model_type, path, h, inter, layers)
         n_moe, n_dense = moe.moe_layers, layers - moe.moe_layers
+        n_dense_layers, expert_width, top_k = n_dense, moe.expert_inter, moe.top_k
         fused = sum(p.numel for p in moe.params)
         moe_layer = attn + layer_norms + fused + _linear_params(moe.shared)
         total_layers = n_moe * moe_layer + n_dense * dense_layer
         active_layers = total_layers - n_moe * (moe.experts - moe.top_k) * moe.expert_params
-        experts_module = sum(p.numel for p in moe.params if p.path.startswith("mlp.experts."))
-        largest_module = max(largest_module, experts_module)
+        module_sizes += _moe_module_sizes(moe.params) + [_linear_params([lin]) for lin in moe.shared]
+        if n_dense:
+            module_sizes += [_linear_params([lin]) for lin in dense_mlp]
         add(moe.shared, n_moe)
         add(dense_mlp, n_dense)
         for p in moe.params:
@@ -342,12 +435,14 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
             "list (see the LoRA note)"
         )
     else:
+        module_sizes += [_linear_params([lin]) for lin in dense_mlp]
         add(dense_mlp, layers)
         total_layers = active_layers = layers * dense_layer
         block = dense_layer
         block_q = sum(i * o for _, i, o, _ in attn_linears) + sum(i * o for _, i, o, _ in dense_mlp)
     embedding = vocab * h
     lm_head = 0 if tied else vocab * h + (vocab if model_type == "phi" else 0)
+    largest_module = max(*module_sizes, lm_head)
     final_norm = norm_params
     total = embedding + lm_head + final_norm + total_layers
     active = embedding + lm_head + final_norm + active_layers
@@ -356,6 +451,8 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     name = str(config.get("_name_or_path") or Path(path).parent.name or model_type)
     dtype = config.get("torch_dtype") or config.get("dtype")
     max_pos = config.get("max_position_embeddings")
+    quant = config.get("quantization_config")
+    quant_method = quant.get("quant_method") if isinstance(quant, dict) else None
     return ModelFacts(
         name=name,
         source=f"config.json ({path}, model_type {model_type})",
@@ -384,6 +481,11 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
         model_type=str(model_type),
         expert_params=expert_params,
         mla_kv_dim=mla_kv_dim,
+        layer_windows=_layer_windows(config, str(model_type), layers),
+        mlp_width=inter if (not is_moe or n_dense_layers) else 0,
+        expert_width=expert_width,
+        experts_per_token=top_k,
+        quantization=str(quant_method) if quant_method else None,
     )
 
 
@@ -449,9 +551,12 @@ def facts_from_params(total: int) -> ModelFacts:
         torch_dtype="bfloat16",
         notes=[
             f"shape approximated by {ref.name}: pass --model-config <config.json> for exact activations, KV cache, "
-            "LoRA sizes and the ZeRO-3 largest layer"
+            "LoRA sizes and the ZeRO-3 largest layer",
+            "--params plans a dense decoder: it cannot count experts, so for an MoE model the LoRA sizes, active "
+            "parameters and largest layer are not its own; pass --model-config for an MoE",
         ],
     )
+    facts.layer_windows, facts.mlp_width = list(ref.layer_windows), ref.mlp_width
     if abs(math.log(scale)) > math.log(1.25):
         facts.notes.append(f"--params is {scale:.2f}x the nearest reference shape; treat activations as rough")
     return facts
@@ -475,6 +580,8 @@ def parse_param_count(text: str) -> int:
 PEFT_MOE_CONVERSION = {
     "mixtral": "mixtral",
     "qwen3_moe": "qwen2_moe",
+    "olmoe": "qwen2_moe",
+    "glm4_moe": "qwen2_moe",
     "deepseek_v2": "qwen2_moe",
     "deepseek_v3": "qwen2_moe",
 }
@@ -585,6 +692,11 @@ def resolve_lora(facts: ModelFacts, rank: int, targets: str) -> LoraTargets:
             "names that match and raises only when none does)"
         )
     reason = None
+    if facts.expert_params and not chosen_params and not base:
+        notes.append(
+            f"LoRA on {facts.model_type}: {PEFT_VERSIONS} does not turn these targets into target_parameters, so "
+            "the fused experts and the router stay frozen; only the listed Linear layers train"
+        )
     if chosen_params:
         router = " and the router" if "gate.weight" in parameters else ""
         layout = "".join(f"; {k} at rank {v}" for k, v in rank_pattern.items())

@@ -20,10 +20,18 @@ if str(_HERE) not in sys.path:
 
 from planner.hardware import GIB, Hardware  # noqa: E402
 from planner.inputs import PlanInputError, PlanRequest  # noqa: E402
+from planner.kv_cache import (  # noqa: E402
+    OVERHEAD_BAND,
+    KvCapacity,
+    kv_capacity,
+    non_kv_overhead,
+    served_defaults,
+    served_weight_bytes,
+    tp_refusal,
+    tp_sizes,
+)
 from planner.memory import DTYPE_BYTES, NF4_BYTES, QUANT_STATE_BYTES, QUANT_STATE_DOUBLE_BYTES, Setup  # noqa: E402
-from planner.model import ModelFacts, kv_bytes_per_token  # noqa: E402
-
-VLLM_OVERHEAD_GIB = 2.0
+from planner.model import ModelFacts  # noqa: E402
 
 TRL_COLOCATE_UTIL_DEFAULT = 0.3  # GRPOConfig/RLOOConfig.vllm_gpu_memory_utilization @1.16.0
 
@@ -42,7 +50,7 @@ def vllm_weight_bytes(facts: ModelFacts, method: str, mode: str, double_quant: b
     if method == "qlora" and mode == "colocate":
         qs = QUANT_STATE_DOUBLE_BYTES if double_quant else QUANT_STATE_BYTES
         return int(facts.quantizable * (NF4_BYTES + qs) + (facts.total - facts.quantizable) * 2)
-    return facts.total * serve_bytes
+    return served_weight_bytes(facts, serve_bytes)
 
 
 @dataclass
@@ -61,9 +69,13 @@ class VllmPlan:
     util_source: str
     notes: List[str] = field(default_factory=list)
     concurrency_source: str = ""
+    kv: Optional[KvCapacity] = None
+    overhead_terms: Dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> Dict[str, Any]:
         return {
+            "kv_cache": self.kv.as_dict() if self.kv else None,
+            "overhead_terms_gib": self.overhead_terms,
             "mode": self.mode,
             "tensor_parallel_size": self.tp,
             "gpu_memory_utilization": self.util,
@@ -95,10 +107,14 @@ def size_vllm(
     serve_bytes: int = 2,
 ) -> VllmPlan:
     weights = vllm_weight_bytes(facts, method, mode, double_quant, serve_bytes) // tp
-    overhead = int(VLLM_OVERHEAD_GIB * GIB)
+    batched, max_seqs = served_defaults(mode, gpu_bytes)
+    terms = non_kv_overhead(facts, tp, batched, max_seqs)
+    # The fit is judged at the overhead band's upper edge: a wrong "fits" costs more than a queued sequence.
+    overhead = int(terms.total * OVERHEAD_BAND[1])
     budget = int(gpu_bytes * util) - weights - overhead
-    per_seq = kv_bytes_per_token(facts, tp) * max_model_len
-    capacity = max(0, budget // per_seq) if per_seq else 0
+    kv = kv_capacity(facts, tp, max_model_len, budget, batched)
+    per_seq = kv.bytes_per_sequence
+    capacity = kv.sequences
     plan = VllmPlan(
         mode,
         tp,
@@ -112,6 +128,13 @@ def size_vllm(
         capacity,
         capacity >= 1,
         util_source,
+        kv=kv,
+        overhead_terms=terms.as_dict(),
+    )
+    plan.notes.extend(kv.notes)
+    plan.notes.append(
+        f"non-KV overhead ~{terms.total / GIB:.1f} GiB (activations at max_num_batched_tokens {batched}, sampler "
+        f"over {max_seqs} sequences, CUDA graphs, non-torch), judged at {overhead / GIB:.1f} GiB (+25%)"
     )
     if capacity < 1:
         plan.notes.append(
@@ -132,8 +155,8 @@ def size_vllm(
 
 
 def tp_choices(facts: ModelFacts, limit: int) -> List[int]:
-    """TP sizes vLLM accepts: total attention heads divisible by TP (vllm/config/model.py@0.31.0)."""
-    return [tp for tp in (1, 2, 4, 8, 16) if tp <= limit and facts.heads % tp == 0]
+    """TP sizes vLLM can load: every divisibility rule it checks (planner/kv_cache.py tp_refusal)."""
+    return tp_sizes(facts, limit)
 
 
 def served_dtype_bytes(trainer: str, model_dtype: str) -> int:
@@ -163,10 +186,10 @@ def plan_server(
                 f"impossible hardware: --vllm-tp {request.vllm_tp} leaves no GPU for the trainer or exceeds the "
                 f"{hw.gpus_per_node} GPUs of a node"
             )
-        if facts.heads % request.vllm_tp:
-            raise PlanInputError(
-                f"--vllm-tp {request.vllm_tp}: vLLM needs the {facts.heads} attention heads divisible by the TP size"
-            )
+        why = tp_refusal(facts, request.vllm_tp)
+        if why:
+            fits = ", ".join(str(t) for t in tp_sizes(facts, hw.gpus_per_node)) or "none"
+            raise PlanInputError(f"--vllm-tp {request.vllm_tp}: vLLM cannot load this model: {why} (TP sizes: {fits})")
         choices = [request.vllm_tp]
     if not choices:
         raise PlanInputError("impossible hardware: no tensor-parallel size leaves a GPU for the trainer")
@@ -229,11 +252,11 @@ def colocate_util_needed(
     double_quant: bool,
     serve_bytes: int = 2,
 ) -> float:
-    need = (
-        vllm_weight_bytes(facts, method, "colocate", double_quant, serve_bytes) // tp
-        + VLLM_OVERHEAD_GIB * GIB
-        + kv_bytes_per_token(facts, tp) * max_model_len * max_num_seqs
-    )
+    batched, max_seqs = served_defaults("colocate", gpu_bytes)
+    overhead = non_kv_overhead(facts, tp, batched, max_seqs).total * OVERHEAD_BAND[1]
+    per_seq = kv_capacity(facts, tp, max_model_len, 0, batched).bytes_per_sequence
+    need = vllm_weight_bytes(facts, method, "colocate", double_quant, serve_bytes) // tp + overhead
+    need += per_seq * max_num_seqs
     # TRL's docs advise a small buffer on top (+0.05); round up to 0.05 steps.
     return round(min(0.95, math.ceil((need / gpu_bytes + 0.05) / 0.05 - 1e-9) * 0.05), 2)
 
