@@ -67,36 +67,31 @@ def parse_args(argv: Optional[list] = None) -> Request:
     return Request(keys, output, args.prefix, args.checkout)
 
 
-class Baselines(NamedTuple):
+def read_baselines(root: Path, bin_dir: Path, clients: set) -> dict:
     """Each client's own skills, read in an empty home, so only what a route added is reported."""
-
-    claude: frozenset
-    codex: frozenset
-    gemini: frozenset
-
-
-def read_baselines(root: Path, bin_dir: Path) -> Baselines:
     empty = Home(root, bin_dir)
-    claude = observe.claude_listing(empty, [], frozenset())
-    codex = observe.codex_listing(empty, frozenset())
-    gemini = observe.gemini_listing(empty, frozenset())
-    return Baselines(
-        frozenset(claude.model_visible),
-        frozenset(codex.registered) | frozenset(codex.model_visible),
-        frozenset(gemini.registered) | frozenset(gemini.model_visible),
-    )
+    baselines = {}
+    if "claude" in clients:
+        baselines["claude"] = frozenset(observe.claude_listing(empty, [], frozenset()).model_visible)
+    if "codex" in clients:
+        codex = observe.codex_listing(empty, frozenset())
+        baselines["codex"] = frozenset(codex.registered) | frozenset(codex.model_visible)
+    if "gemini" in clients:
+        gemini = observe.gemini_listing(empty, frozenset())
+        baselines["gemini"] = frozenset(gemini.registered) | frozenset(gemini.model_visible)
+    return baselines
 
 
-def view(client: str, home: Home, baselines: Baselines) -> observe.Listing:
+def view(client: str, home: Home, baselines: dict) -> observe.Listing:
     if client == "claude":
         candidates = [*OUR_NAMES, *(f"{SKILL}:{name}" for name in OUR_NAMES)]
-        return observe.claude_listing(home, sorted(candidates), baselines.claude)
+        return observe.claude_listing(home, sorted(candidates), baselines["claude"])
     if client == "codex":
-        return observe.codex_listing(home, baselines.codex)
-    return observe.gemini_listing(home, baselines.gemini)
+        return observe.codex_listing(home, baselines["codex"])
+    return observe.gemini_listing(home, baselines["gemini"])
 
 
-def run_route(route: Route, root: Path, bin_dir: Path, src: Path, baselines: Baselines) -> RouteResult:
+def run_route(route: Route, root: Path, bin_dir: Path, src: Path, baselines: dict) -> RouteResult:
     home = Home(root, bin_dir)
     runs = route.steps(home, src)
     copies = observe.find_copies(home.path, OUR_NAMES | {PLUGIN_SKILL})
@@ -115,8 +110,9 @@ def main(argv: Optional[list] = None) -> int:
             print(f"check_clients: {error}", file=sys.stderr)
             return 2
         src = snapshot_checkout(request.checkout, root / "src")
-        baselines = read_baselines(root, bin_dir)
-        results = [run_route(route, root, bin_dir, src, baselines) for route in ROUTES if route.key in request.routes]
+        routes = [route for route in ROUTES if route.key in request.routes]
+        baselines = read_baselines(root, bin_dir, {client for route in routes for client in route.readers})
+        results = [run_route(route, root, bin_dir, src, baselines) for route in routes]
     if request.output == "json":
         print(json.dumps(report.as_json(results), indent=2))
     elif request.output == "markdown":

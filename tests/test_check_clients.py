@@ -1,0 +1,87 @@
+"""tools/check_clients.py against the real clients from npm (skipped without npm or the registry), and the README
+table it wrote (always).
+
+The npm install is cached in the temporary folder, keyed by the pinned versions, so only the first run on a machine
+pays for it (about 30 s); the routes checked here (the install tool for Codex and Gemini CLI) take about 15 s.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO_ROOT
+
+sys.path.insert(0, str(REPO_ROOT / "tools"))
+
+from clients import pins
+from clients.routes import ROUTES
+
+README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def readme_table() -> str:
+    match = re.search(r"<!-- client-check: begin -->\n(.*?)<!-- client-check: end -->", README, re.S)
+    assert match, "README has no client-check table"
+    return match.group(1)
+
+
+def test_readme_table_is_the_check_of_the_pinned_clients() -> None:
+    table = readme_table()
+    assert f"Checked {pins.CHECKED} with {pins.versions_line()}" in table
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| client")]
+    assert len(rows) == len(ROUTES)
+    kept = [row for row in rows if row.split("|")[3].strip() == "yes"]
+    assert kept, "the README keeps some route"
+    for row in kept:
+        assert "outside the skill" not in row.split("|")[-2], f"a kept route copies development files: {row}"
+
+
+def registry_reachable() -> str:
+    """Why the live check cannot run here, or "" when it can."""
+    npm = shutil.which("npm")
+    if npm is None:
+        return "npm is not on PATH"
+    try:
+        done = subprocess.run([npm, "ping"], capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return "npm ping timed out: the npm registry is not reachable"
+    return "" if done.returncode == 0 else "npm ping failed: the npm registry is not reachable"
+
+
+@pytest.fixture(scope="module")
+def live_report() -> dict:
+    reason = registry_reachable()
+    if reason:
+        pytest.skip(f"the client check needs npm and its registry: {reason}")
+    key = hashlib.sha256("\n".join(pins.npm_specs()).encode()).hexdigest()[:12]
+    prefix = Path(tempfile.gettempdir()) / f"scaling-and-backends-clients-{key}"
+    argv = [sys.executable, "-B", str(REPO_ROOT / "tools" / "check_clients.py"), "--json", "--prefix", str(prefix)]
+    done = subprocess.run(
+        [*argv, "--routes", "tool-codex,tool-gemini"], capture_output=True, text=True, timeout=600, cwd=REPO_ROOT
+    )
+    if done.returncode == 2:
+        pytest.skip(f"the client check could not install the clients: {done.stderr.strip()[-300:]}")
+    return {route["route"]: route for route in json.loads(done.stdout)["routes"]}
+
+
+def test_codex_copy_registers_the_root_and_shows_the_model_none(live_report: dict) -> None:
+    route = live_report["tool-codex"]
+    assert [copy["outside"] for copy in route["copies"]] == [[]]
+    view = route["clients_view"]["codex"]
+    assert "scaling-and-backends" in view["registered"]
+    assert view["model_visible"] == []
+
+
+def test_gemini_copy_registers_exactly_the_one_skill(live_report: dict) -> None:
+    route = live_report["tool-gemini"]
+    assert route["problems"] == []
+    assert route["clients_view"]["gemini"]["registered"] == ["scaling-and-backends"]
