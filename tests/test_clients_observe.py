@@ -92,3 +92,14 @@ def test_the_markdown_table_names_the_pinned_versions_and_date() -> None:
         "| Codex | `python3 tools/install_skill.py` | yes | `~/.agents/skills/scaling-and-backends` (66 files, 2 kB)"
         in table
     )
+
+
+def test_an_extension_that_holds_the_skill_is_measured_whole(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    extension = home / ".gemini/extensions/scaling-and-backends"
+    skill(extension / "skills/scaling-and-backends", "scaling-and-backends")
+    (extension / "gemini-extension.json").write_text("{}")
+    (extension / "tools").mkdir()
+    (extension / "tools/x.py").write_text("x")
+    [copy] = find_copies(home, NAMES)
+    assert (copy.where, copy.files, copy.outside) == ("~/.gemini/extensions/scaling-and-backends", 3, ["tools/"])

@@ -5,6 +5,7 @@
     python3 tools/check_clients.py --markdown           # the README's install table
     python3 tools/check_clients.py --json --routes tool-codex,skills-cli
     python3 tools/check_clients.py --prefix ~/.cache/sab-clients   # keep the npm install between runs
+    python3 tools/check_clients.py --render tools/clients/last_check.json   # the README table from a saved --json
 
 It installs the clients pinned in ``tools/clients/pins.py`` from npm into a prefix, snapshots this checkout as a
 fresh clone would hold it, and runs each route (``--list-routes``) in a new empty home. For each route it reports the
@@ -43,6 +44,7 @@ class Request(NamedTuple):
     output: str  # "text", "markdown" or "json"
     prefix: Optional[Path]
     checkout: Path
+    render: Optional[Path]
 
 
 def parse_args(argv: Optional[list] = None) -> Request:
@@ -53,7 +55,8 @@ def parse_args(argv: Optional[list] = None) -> Request:
     form.add_argument("--markdown", action="store_true", help="the README install table")
     form.add_argument("--json", action="store_true", help="machine-readable report")
     parser.add_argument("--prefix", type=Path, help="npm prefix to install the clients into (reused when complete)")
-    parser.add_argument("--checkout", type=Path, default=TOOLS_DIR.parent, help=argparse.SUPPRESS)
+    parser.add_argument("--render", type=Path, help="print the README table of a saved --json report; runs nothing")
+    parser.add_argument("--checkout", type=Path, default=TOOLS_DIR.parent, help="the checkout to install from")
     args = parser.parse_args(argv)
     if args.list_routes:
         for route in ROUTES:
@@ -64,7 +67,7 @@ def parse_args(argv: Optional[list] = None) -> Request:
     if unknown:
         parser.error(f"unknown route {', '.join(unknown)}; --list-routes shows them")
     output = "markdown" if args.markdown else "json" if args.json else "text"
-    return Request(keys, output, args.prefix, args.checkout)
+    return Request(keys, output, args.prefix, args.checkout, args.render)
 
 
 def read_baselines(root: Path, bin_dir: Path, clients: set) -> dict:
@@ -102,6 +105,14 @@ def run_route(route: Route, root: Path, bin_dir: Path, src: Path, baselines: dic
 
 def main(argv: Optional[list] = None) -> int:
     request = parse_args(argv)
+    if request.render is not None:
+        try:
+            results = report.from_json(json.loads(request.render.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            print(f"check_clients: cannot render {request.render}: {error}", file=sys.stderr)
+            return 2
+        print(report.markdown(results, README_ROUTES))
+        return 0
     with tempfile.TemporaryDirectory(prefix="check-clients-") as scratch:
         root = Path(scratch)
         try:

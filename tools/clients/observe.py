@@ -73,7 +73,30 @@ def find_copies(home: Path, names: frozenset) -> list[Copy]:
                 seen.add(key)
                 found.append(_measure(home, here, here, linked=""))
             dirnames[:] = []
-    return found
+    return [_with_container(home, copy) for copy in found]
+
+
+# A client that installs a package holding the skill (a Gemini CLI extension) copies the whole package: what sits
+# beside the skill folder in it is counted too, except the client's own manifest files.
+CONTAINER_MANIFESTS = frozenset({"skills", "gemini-extension.json", ".gemini-extension-install.json"})
+_CONTAINER_RE = re.compile(r"^(~/\.gemini/extensions/[^/]+)/skills/[^/]+$")
+
+
+def _with_container(home: Path, copy: Copy) -> Copy:
+    match = _CONTAINER_RE.match(copy.where)
+    if not match or copy.linked:
+        return copy
+    container = home / match.group(1)[2:]
+    files = size = 0
+    outside = set(copy.outside)
+    for dirpath, _, filenames in os.walk(container):
+        for name in filenames:
+            relative = (Path(dirpath) / name).relative_to(container)
+            files += 1
+            size += (Path(dirpath) / name).lstat().st_size
+            if relative.parts[0] not in CONTAINER_MANIFESTS:
+                outside.add(relative.parts[0] + ("/" if len(relative.parts) > 1 else ""))
+    return Copy(match.group(1), files, size, sorted(outside), "")
 
 
 def _shown(home: Path, path: Path) -> str:

@@ -50,6 +50,24 @@ def problems(result: RouteResult) -> list[str]:
     return found
 
 
+def short_problems(result: RouteResult) -> list[str]:
+    """The table's verdict: a few words per kind of problem."""
+    found: list[str] = []
+    if result.failed_step:
+        found.append("install fails")
+    if any(copy.outside for copy in result.copies):
+        found.append("copies development files")
+    for view in result.views:
+        count = len(view.listing.registered)
+        if view.listing.registered not in ([SKILL], [PLUGIN_SKILL]):
+            found.append(
+                f"{LABELS[view.client]}: {count} skills" if count != 1 else f"{LABELS[view.client]}: wrong name"
+            )
+        if HAS_INVOCATION_SETTING[view.client] and view.listing.model_visible:
+            found.append(f"{LABELS[view.client]}: model sees it")
+    return found
+
+
 def _size(size: int) -> str:
     return f"{size / 1024:.0f} kB" if size < 1024 * 1024 else f"{size / 1024 / 1024:.1f} MB"
 
@@ -83,15 +101,16 @@ def views_cell(views: list[ClientView], attribute: str) -> str:
 
 def markdown(results: list[RouteResult], kept: frozenset) -> str:
     lines = [
-        f"Checked {pins.CHECKED} with {pins.versions_line()} (`python3 tools/check_clients.py --markdown`), each route "
-        "in a fresh home, from a clean clone:",
+        f"Checked {pins.CHECKED} with {pins.versions_line()} (written by `tools/check_clients.py --markdown`), each "
+        "route in a fresh home, from a clean clone:",
         "",
         "| client | route | in this README | installed | outside the skill | skills registered | model-visible "
         "| verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
-        verdict = "right" if not problems(result) else "not right: " + "; ".join(problems(result))
+        short = short_problems(result)
+        verdict = "**right**" if not problems(result) else "no: " + "; ".join(short or problems(result))
         lines.append(
             f"| {LABELS[result.client]} | `{result.label}` | {'yes' if result.key in kept else 'no'} "
             f"| {copies_cell(result.copies)} | {outside_cell(result.copies)} "
@@ -128,12 +147,36 @@ def as_json(results: list[RouteResult]) -> dict:
                 "command": result.label,
                 "copies": [copy._asdict() for copy in result.copies],
                 "clients_view": {
-                    view.client: {"registered": view.listing.registered, "model_visible": view.listing.model_visible}
+                    view.client: {
+                        "registered": view.listing.registered,
+                        "model_visible": view.listing.model_visible,
+                        "notes": view.listing.notes,
+                    }
                     for view in result.views
                 },
                 "warnings": result.warnings,
+                "failed_step": result.failed_step,
                 "problems": problems(result),
             }
             for result in results
         ],
     }
+
+
+def from_json(data: dict) -> list[RouteResult]:
+    """The results of a saved ``--json`` report, to render them again (``--render``)."""
+    return [
+        RouteResult(
+            route["route"],
+            route["client"],
+            route["command"],
+            [Copy(**copy) for copy in route["copies"]],
+            [
+                ClientView(client, Listing(view["registered"], view["model_visible"], view.get("notes", [])))
+                for client, view in route["clients_view"].items()
+            ],
+            route["warnings"],
+            route["failed_step"],
+        )
+        for route in data["routes"]
+    ]

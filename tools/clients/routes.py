@@ -46,8 +46,14 @@ def _tool(agent: str) -> Callable[[Home, Path], list]:
     return steps
 
 
+def skill_dir(src: Path) -> Path:
+    """The folder holding the root SKILL.md: the checkout itself, or ``skills/scaling-and-backends`` in it."""
+    nested = src / "skills" / SKILL
+    return nested if (nested / "SKILL.md").is_file() and not (src / "SKILL.md").is_file() else src
+
+
 def _copy(home: Home, src: Path) -> list:
-    return [home.run(["bash", "-c", COPY_BLOCK.format(src=src)])]
+    return [home.run(["bash", "-c", COPY_BLOCK.format(src=skill_dir(src))])]
 
 
 def _claude_plugin(home: Home, src: Path) -> list:
