@@ -34,15 +34,37 @@ def readme_table() -> str:
     return match.group(1)
 
 
-def test_readme_table_is_the_check_of_the_pinned_clients() -> None:
+def test_readme_table_is_the_committed_check_of_the_pinned_clients() -> None:
     table = readme_table()
     assert f"Checked {pins.CHECKED} with {pins.versions_line()}" in table
-    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith("| client")]
-    assert len(rows) == len(ROUTES)
-    kept = [row for row in rows if row.split("|")[3].strip() == "yes"]
-    assert kept, "the README keeps some route"
-    for row in kept:
-        assert "outside the skill" not in row.split("|")[-2], f"a kept route copies development files: {row}"
+    saved = json.loads((REPO_ROOT / "tools" / "clients" / "last_check.json").read_text(encoding="utf-8"))
+    assert saved["checked"] == pins.CHECKED
+    assert {key: value["version"] for key, value in saved["clients"].items()} == {
+        key: version for key, (_, version) in pins.CLIENTS.items()
+    }
+    rendered = subprocess.run(
+        [
+            sys.executable,
+            "-B",
+            str(REPO_ROOT / "tools" / "check_clients.py"),
+            "--render",
+            "tools/clients/last_check.json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        check=True,
+    ).stdout
+    assert table.strip() == rendered.strip(), "README table differs from tools/clients/last_check.json: re-render it"
+    assert [route["route"] for route in saved["routes"]] == [route.key for route in ROUTES]
+
+
+def test_every_route_the_readme_keeps_copies_only_the_skill() -> None:
+    rows = [line for line in readme_table().splitlines() if line.startswith("| ") and "| yes |" in line]
+    assert len(rows) >= 4
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[4] == "none", f"a route the README keeps copies files outside the skill: {row}"
 
 
 def registry_reachable() -> str:

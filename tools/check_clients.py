@@ -60,7 +60,7 @@ def parse_args(argv: Optional[list] = None) -> Request:
     args = parser.parse_args(argv)
     if args.list_routes:
         for route in ROUTES:
-            print(f"{route.key:24} {route.label}")
+            print(f"{route.key:24} {route.full or route.label}")
         raise SystemExit(0)
     keys = tuple(args.routes.split(",")) if args.routes else ROUTE_KEYS
     unknown = [key for key in keys if key not in ROUTE_KEYS]

@@ -37,6 +37,7 @@ class Route(NamedTuple):
     label: str  # the command as a user would type it, with <repo> for the checkout
     readers: tuple  # clients whose view of the result is checked
     steps: Callable[[Home, Path], list]
+    full: str = ""  # the commands as run, flags included (``--list-routes``), when they differ from the label
 
 
 def _tool(agent: str) -> Callable[[Home, Path], list]:
@@ -92,9 +93,18 @@ ROUTES = (
         "claude plugin marketplace add <repo>; claude plugin install",
         ("claude",),
         _claude_plugin,
+        "claude plugin validate <repo>; claude plugin marketplace add <repo>; "
+        "claude plugin install scaling-and-backends@scaling-and-backends",
     ),
     Route("tool-codex", "codex", "python3 tools/install_skill.py --agent codex", ("codex",), _tool("codex")),
-    Route("codex-plugin", "codex", "codex plugin marketplace add <repo>; codex plugin add", ("codex",), _codex_plugin),
+    Route(
+        "codex-plugin",
+        "codex",
+        "codex plugin marketplace add <repo>; codex plugin add",
+        ("codex",),
+        _codex_plugin,
+        "codex plugin marketplace add <repo>; codex plugin add scaling-and-backends@scaling-and-backends",
+    ),
     Route("tool-gemini", "gemini", "python3 tools/install_skill.py --agent gemini", ("gemini",), _tool("gemini")),
     Route(
         "gemini-skills-install",
@@ -102,6 +112,7 @@ ROUTES = (
         "gemini skills install <repo>",
         ("gemini",),
         _gemini("skills", "install", "<repo>", "--consent"),
+        "gemini skills install <repo> --consent",
     ),
     Route(
         "gemini-skills-link",
@@ -109,6 +120,7 @@ ROUTES = (
         "gemini skills link <repo>",
         ("gemini",),
         _gemini("skills", "link", "<repo>", "--consent"),
+        "gemini skills link <repo> --consent",
     ),
     Route(
         "gemini-extension",
@@ -116,8 +128,16 @@ ROUTES = (
         "gemini extensions install <repo>",
         ("gemini",),
         _gemini("extensions", "install", "<repo>", "--consent", stdin="y\n"),
+        "gemini extensions install <repo> --consent (answering y to the trust question)",
     ),
-    Route("skills-cli", "skills", "npx skills add <repo>", ("claude", "codex", "gemini"), _skills_cli),
+    Route(
+        "skills-cli",
+        "skills",
+        "npx skills add <repo>",
+        ("claude", "codex", "gemini"),
+        _skills_cli,
+        "skills add <repo> -g -y -a claude-code -a codex -a gemini-cli",
+    ),
 )
 ROUTE_KEYS = tuple(route.key for route in ROUTES)
 
