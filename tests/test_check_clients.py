@@ -2,7 +2,9 @@
 table it wrote (always).
 
 The npm install is cached in the temporary folder, keyed by the pinned versions, so only the first run on a machine
-pays for it (about 30 s); the routes checked here (the install tool for Codex and Gemini CLI) take about 15 s.
+pays for it (about 30 s); the route checked live here (the install tool for Codex: Codex answers offline, in about
+5 s) stands for the rest, which take minutes (Claude Code and Gemini CLI start once per question) and are in the
+committed report.
 """
 
 from __future__ import annotations
@@ -87,9 +89,7 @@ def live_report() -> dict:
     key = hashlib.sha256("\n".join(pins.npm_specs()).encode()).hexdigest()[:12]
     prefix = Path(tempfile.gettempdir()) / f"scaling-and-backends-clients-{key}"
     argv = [sys.executable, "-B", str(REPO_ROOT / "tools" / "check_clients.py"), "--json", "--prefix", str(prefix)]
-    done = subprocess.run(
-        [*argv, "--routes", "tool-codex,tool-gemini"], capture_output=True, text=True, timeout=600, cwd=REPO_ROOT
-    )
+    done = subprocess.run([*argv, "--routes", "tool-codex"], capture_output=True, text=True, timeout=600, cwd=REPO_ROOT)
     if done.returncode == 2:
         pytest.skip(f"the client check could not install the clients: {done.stderr.strip()[-300:]}")
     return {route["route"]: route for route in json.loads(done.stdout)["routes"]}
@@ -101,9 +101,3 @@ def test_codex_copy_registers_the_root_and_shows_the_model_none(live_report: dic
     view = route["clients_view"]["codex"]
     assert "scaling-and-backends" in view["registered"]
     assert view["model_visible"] == []
-
-
-def test_gemini_copy_registers_exactly_the_one_skill(live_report: dict) -> None:
-    route = live_report["tool-gemini"]
-    assert route["problems"] == []
-    assert route["clients_view"]["gemini"]["registered"] == ["scaling-and-backends"]
