@@ -27,7 +27,7 @@ SKIPPED = {
 
 def readme_commands(text: str) -> list[str]:
     """Fenced bash blocks, then the install section's inline ``python3`` commands, in README order."""
-    blocks = [match.group(1) for match in re.finditer(r"```bash\n(.*?)```", text, re.S)]
+    blocks = [match.group(1).strip() for match in re.finditer(r"```bash\n(.*?)```", text, re.S)]
     section = text.split("\n## Install\n", 1)[1].split("\n### Use it", 1)[0]
     inline = [match.group(1) for match in re.finditer(r"`(python3 [^`]+)`", section)]
     commands: list[str] = []
