@@ -757,3 +757,33 @@ CHECKS: dict[str, Callable[[Path], list[str]]] = {
     "machine_paths": check_machine_paths,
     "time_sensitive": check_time_sensitive,
 }
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Fixture bundles are stored under names no agent client picks up and built under their real names at test time
+# ----------------------------------------------------------------------------------------------------------------------
+
+FIXTURE_SKILL_NAME = "SKILL.fixture.md"
+
+
+def build_fixture_bundle(stored: Path) -> Path:
+    """Copy ``stored`` into a new temporary folder of the same name, renaming ``SKILL.fixture.md`` to ``SKILL.md``.
+
+    The copy lives for the test session (removed at exit). Stored fixtures must not hold a real ``SKILL.md``: Codex,
+    Gemini CLI and the skills CLI would list it as a skill of any clone of this repository.
+    """
+    import atexit
+    import tempfile
+
+    stray = sorted(path.relative_to(stored).as_posix() for path in stored.rglob("SKILL.md"))
+    if stray:
+        raise AssertionError(
+            f"{stored}: stored fixtures hold a real SKILL.md ({', '.join(stray)}); name it {FIXTURE_SKILL_NAME}"
+        )
+    parent = Path(tempfile.mkdtemp(prefix="fixture-bundle-"))
+    atexit.register(shutil.rmtree, parent, True)
+    built = parent / stored.name
+    shutil.copytree(stored, built, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in sorted(built.rglob(FIXTURE_SKILL_NAME)):
+        path.rename(path.with_name("SKILL.md"))
+    return built

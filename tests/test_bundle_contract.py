@@ -4,8 +4,9 @@ The installed unit is the root ``SKILL.md``, ``LICENSE``, ``agents/`` (Codex met
 ``vllm-reference/``, ``troubleshooting/`` and ``scripts/``. Skill Markdown files are the root ``SKILL.md`` and
 every ``.md`` file inside a sub-skill folder (its ``SKILL.md`` and its reference files). Each rule is a
 ``check_*`` function in ``tests/bundle_helpers.py`` that takes a bundle root and returns a list of problems; the
-same functions run on the real repository (which must give no problem) and on fixture bundles (a good one under
-``tests/fixtures/bundle/scaling-and-backends/`` and broken copies of it made in ``tmp_path``).
+same functions run on the real repository (which must give no problem) and on fixture bundles (a good one built
+at import time from ``tests/fixtures/bundle/scaling-and-backends/``, whose ``SKILL.fixture.md`` files become
+``SKILL.md``, and broken copies of it made in ``tmp_path``).
 
 Rules:
 
@@ -73,7 +74,11 @@ import pytest
 import bundle_helpers as bundle
 from conftest import REPO_ROOT
 
-GOOD_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "bundle" / "scaling-and-backends"
+# The good fixture is stored with its SKILL.md files named SKILL.fixture.md, so no agent client that scans a clone
+# (Codex, Gemini CLI, the skills CLI) offers it as a skill; it is built under its real names once per session.
+GOOD_FIXTURE = bundle.build_fixture_bundle(
+    Path(__file__).resolve().parent / "fixtures" / "bundle" / "scaling-and-backends"
+)
 SKILLS_REF_SKIP_REASON = "skills-ref 0.1.1 is not importable (its wheel needs Python 3.11+; install '.[test]')"
 
 
