@@ -126,6 +126,7 @@ HELD_APART_CALLED_FITTING = {
     "trl-notebook-sft-qlora-llama-3.1-8b-t4",
     "trl-notebook-sft-qlora-qwen2.5-7b-t4",
     "openrlhf-698-llama3-8b-full-zero2-adam-offload-a100-80gb",
+    "open-r1-506-qwen2.5-1.5b-sft-zero3-8xh20-mb2",
 }
 
 
