@@ -295,3 +295,60 @@ def test_cli_lists_each_scope_checked_claim(capsys) -> None:
     assert sc.main(["--root", str(FIXTURES), str(FIXTURES / "good.md"), "--allowlist", "", "--scopes"]) == 0
     out = capsys.readouterr().out
     assert "good.md:" in out and "[flag] --enable-scale-out stated for TRL 1.14–1.16; holds in TRL 1.14–1.16" in out
+
+
+# ---- messages quoted in backticks inside prose ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prose", "kind", "holds"),
+    [
+        (
+            "With TRL 1.11–1.13 the trainer stops with `…does not expose its development endpoints…`.",
+            "scope",
+            "it holds in TRL 1.16",
+        ),
+        (
+            "Adapter-only sync was added in TRL 1.12; the log says `Adapter-only vLLM sync enabled`.",
+            "scope",
+            "it holds in TRL 1.14–1.16",
+        ),
+    ],
+)
+@pytest.mark.parametrize("container", ["paragraph", "list item", "second sentence of a list item"])
+def test_a_message_in_backticks_inside_prose_is_a_scoped_claim(
+    tmp_path: Path, prose: str, kind: str, holds: str, container: str
+) -> None:
+    body = {
+        "paragraph": prose,
+        "list item": f"- {prose}",
+        "second sentence of a list item": f"- Server mode needs dev mode on TRL ≥ 1.11. {prose}",
+    }[container]
+    failures = _scope_failures(tmp_path, f"# T\n\n{body}\n" + WINDOW.replace("1.14–1.16", "1.11–1.16"))
+    assert any(f.kind == kind and holds in f.format() for f in failures), [f.format() for f in failures]
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "On TRL 1.16 the trainer stops with `…does not expose its development endpoints…`.",
+        "Adapter-only sync was added in TRL 1.14; the log says `Adapter-only vLLM sync enabled`.",
+        "- Server mode needs dev mode on TRL ≥ 1.11. On TRL 1.16 the trainer says `…does not expose its development "
+        "endpoints…`.",
+    ],
+)
+def test_a_backticked_message_with_a_true_scope_passes(tmp_path: Path, prose: str) -> None:
+    failures = _scope_failures(tmp_path, f"# T\n\n{prose}\n" + WINDOW.replace("1.14–1.16", "1.11–1.16"))
+    assert failures == [], [f.format() for f in failures]
+
+
+@pytest.mark.parametrize(
+    "span",
+    [
+        "`vllm_tensor_parallel_size`",
+        "`--logprobs-mode processed_logprobs`",
+        '`model_init_kwargs={"use_kernels": True}`',
+    ],
+)
+def test_names_flags_and_commands_in_backticks_are_not_messages(span: str) -> None:
+    assert not cs._looks_like_message(span.strip("`"))

@@ -556,6 +556,17 @@ def claim_scopes(unit: Unit, line: int, identifier: str) -> List[Scope]:
         for _first, _last, sentence in holding[:1]:
             chosen = _scopes_outside_code(sentence)
         return chosen or unit.section_scopes
+    if unit.kind == "item" and identifier:
+        # A list item of several sentences: a sentence with its own scope scopes its claims, the rest take the
+        # item's ("TRL ≥ 1.14: … . With TRL 1.11–1.13 the trainer stops with `…`").
+        joined = " ".join(" ".join(unit.lines).split())
+        flat = " ".join(identifier.split())
+        for _first, _last, sentence in _sentences([(unit.start, joined)]):
+            if flat in " ".join(sentence.split()):
+                own = _scopes_outside_code(sentence)
+                if own:
+                    return own
+                break
     return unit.scopes or unit.section_scopes
 
 
@@ -739,11 +750,27 @@ def check_scopes(
 _PROSE_QUOTE_RE = re.compile(r"[\"\u201c]([^\"\u201c\u201d\n]*)[\"\u201d]")
 
 
+_PLAIN_WORD_RE = re.compile(r"(?<![\w\-./=:])[A-Za-z][a-z]{2,}(?![\w\-/=(\[])")
+
+
+def _looks_like_message(text: str) -> bool:
+    """20+ characters, three space-separated tokens, two of them plain words: a sentence someone could have printed,
+    not a flag, a name or a command line."""
+    return (
+        len(text) >= 20
+        and len(text.split()) >= 3
+        and len(_PLAIN_WORD_RE.findall(text)) >= 2
+        and not text.lstrip().startswith("-")
+    )
+
+
 def prose_quotes(
     history: History, units: Sequence[Unit], matcher: Callable[[str, str], bool]
 ) -> List[Tuple[int, str, str]]:
-    """Messages quoted in prose ("Attempting to use the same CUDA device (UUID: …) for …"): a double-quoted text
-    of 20+ characters that matches a message of some indexed release is a message claim too."""
+    """Messages quoted in prose: a double-quoted text ("Attempting to use the same CUDA device (UUID: …) for …")
+    or a code span (`Adapter-only vLLM sync enabled`) of 20+ characters and three words that matches a message of
+    some indexed release is a message claim too, scoped like any claim of its sentence. Code spans of blockquotes
+    are the name checker's own message claims already."""
     out: List[Tuple[int, str, str]] = []
     for unit in units:
         if unit.kind in ("code", "heading"):
@@ -751,15 +778,21 @@ def prose_quotes(
         # A quote may wrap across the lines of a paragraph or list item: search the joined text.
         starts: List[Tuple[int, int]] = []
         joined = ""
+        spans = ""
         for number, line in zip(range(unit.start, unit.end + 1), unit.lines):
             starts.append((len(joined), number))
-            joined += _CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), line.strip().lstrip(">").strip()) + " "
-        for match in _PROSE_QUOTE_RE.finditer(joined):
-            quote = " ".join(match.group(1).split())
-            if len(quote) < 20:
+            text = line.strip().lstrip(">").strip()
+            joined += _CODE_SPAN_RE.sub(lambda m: " " * len(m.group(0)), text) + " "
+            spans += text + " "
+        found = [(m.start(), m.group(1)) for m in _PROSE_QUOTE_RE.finditer(joined)]
+        if unit.kind != "quote":
+            found += [(m.start(), m.group(2)) for m in _CODE_SPAN_RE.finditer(spans) if len(m.group(1)) == 1]
+        for start, raw in found:
+            quote = " ".join(raw.split())
+            if not _looks_like_message(quote):
                 continue
             quote = quote if quote.endswith("…") or not quote.endswith((".", ",")) else quote[:-1]
-            number = max(n for offset, n in starts if offset <= match.start())
+            number = max(n for offset, n in starts if offset <= start)
             if any(history.message_mask(p, quote, matcher) for p in history.releases):
                 out.append((number, "message", quote))
     return out
