@@ -9,9 +9,10 @@ compatibility from the installed TRL's own metadata, and judges each backend pat
 Facts are gathered by small functions, judged by separate rule functions, and printed by renderers
 (text or ``--json``). Standard library only; ``packaging`` and PyYAML are used when present.
 
-This file is the command line; the work lives in the ``diagnostic`` package (a module per section:
-packages, builds, compat, gpus, launch, interpreter, interpreter_hint, probes, rules, crosschecks, render,
-report) and the shared ``common`` helpers.
+This file is the command line: it parses the flags into one ``diagnostic.inputs.Request``; the work lives in the
+``diagnostic`` package (inputs; gather: packages, builds, compat, release_diff, gpus, launch, node, interpreter,
+interpreter_hint and the opt-in probes and network; judge: rules, crosschecks, report; render) and the shared
+``common`` helpers.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ sys.dont_write_bytecode = True  # a diagnostic must not leave __pycache__ behind
 
 import argparse  # noqa: E402
 import os  # noqa: E402
-from typing import Dict, List, Optional, Sequence, Tuple  # noqa: E402
+from typing import Optional, Sequence  # noqa: E402
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
@@ -35,12 +36,10 @@ from common.output import (  # noqa: E402
     clean_tree,
     dumps_strict,
     emit,
-    escape_controls,
     fit_width,
     progress,
     run_cli,
 )
-from common.read import InputError, read_bytes  # noqa: E402
 from common.values import bounded_float  # noqa: E402
 from diagnostic.base import (  # noqa: E402
     BACKEND_HELP,
@@ -48,10 +47,10 @@ from diagnostic.base import (  # noqa: E402
     DEFAULT_NETWORK_TIMEOUT,
     DEFAULT_PROBE_TIMEOUT,
     PROBE_WORKERS,
-    STACK,
     STACK_IDS,
 )
 from diagnostic.gpus import DEFAULT_SMI_TIMEOUT  # noqa: E402
+from diagnostic.inputs import Request, UsageError, load_request  # noqa: E402
 from diagnostic.render import render_text, sanitize  # noqa: E402
 from diagnostic.report import collect  # noqa: E402
 
@@ -156,85 +155,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _parse_ids(
-    text: str, allowed: Sequence[str], aliases: Optional[Dict[str, str]] = None
-) -> Tuple[List[str], List[str]]:
-    chosen, unknown = [], []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        name = (aliases or {}).get(part, part)
-        (chosen if name in allowed else unknown).append(name if name in allowed else part)
-    return list(dict.fromkeys(chosen)), unknown
+def parse_request(argv: Optional[Sequence[str]] = None) -> Request:
+    """The command line as a checked Request; SystemExit (argparse's exit code, 2 for a usage error) otherwise."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return load_request(
+            json=args.json,
+            verbose=args.verbose,
+            require=args.require,
+            probe_torch=args.probe_torch,
+            probe_imports=args.probe_imports,
+            probe_network=args.probe_network,
+            timeout=args.timeout,
+            accelerate_config=args.accelerate_config,
+        )
+    except UsageError as error:
+        parser.print_usage(sys.stderr)
+        sys.stderr.write(f"{parser.prog}: error: {error}\n")
+        raise SystemExit(2) from None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point: 0 report, 1 --require not met, 2 usage error."""
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        request = parse_request(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    required, unknown = _parse_ids(args.require, BACKEND_IDS)
-    if unknown:
-        parser.print_usage(sys.stderr)
-        sys.stderr.write(
-            f"{parser.prog}: error: unknown backend id(s) {', '.join(unknown)}; valid: {', '.join(BACKEND_IDS)}\n"
-        )
-        return 2
-    args.required_ids = required
-    args.probe_import_ids = None
-    if args.probe_imports is not None and args.probe_imports != "all":
-        aliases = {modules[0]: pid for pid, _, modules in STACK}
-        aliases.update({m: pid for pid, _, modules in STACK for m in modules})
-        ids, unknown = _parse_ids(args.probe_imports, STACK_IDS, aliases)
-        if unknown or not ids:
-            parser.print_usage(sys.stderr)
-            sys.stderr.write(
-                f"{parser.prog}: error: unknown package(s) for --probe-imports: {', '.join(unknown) or '(empty)'}; "
-                f"valid: {', '.join(STACK_IDS)}\n"
-            )
-            return 2
-        args.probe_import_ids = ids
-    args.probe_network_targets = None
-    if args.probe_network is not None:
-        from diagnostic.network import TargetError, parse_targets  # only an opt-in run pays for the socket code
-
-        try:
-            args.probe_network_targets = parse_targets(args.probe_network)
-        except TargetError as error:
-            parser.print_usage(sys.stderr)
-            sys.stderr.write(f"{parser.prog}: error: --probe-network: {escape_controls(str(error))}\n")
-            return 2
-    if args.accelerate_config is not None:
-        problem = config_file_problem(args.accelerate_config)
-        if problem:
-            parser.print_usage(sys.stderr)
-            sys.stderr.write(f"{parser.prog}: error: --accelerate-config {escape_controls(problem)}\n")
-            return 2
-    probing = args.probe_imports or args.probe_torch or args.probe_network
-    with progress("gathering facts" + (" and running probes" if probing else "")):
-        report, secrets = collect(args)
+    with progress("gathering facts" + (" and running probes" if request.probing else "")):
+        report, secrets = collect(request)
     for secret in secrets:
         SCRUBBER.add(secret)
-    home = None if args.verbose else os.path.expanduser("~")
+    home = None if request.verbose else os.path.expanduser("~")
     if home in ("", "/", "~"):
         home = None
     report = sanitize(report, home, secrets)
-    text = fit_width(render_text(clean_tree(report), args.verbose, required)) if not args.json else ""
-    output = dumps_strict(report) if args.json else text
+    required = request.required_ids
+    text = fit_width(render_text(clean_tree(report), request.verbose, required)) if not request.json else ""
+    output = dumps_strict(report) if request.json else text
     emit(output)
     failing = [b for b in report["backends"] if b["id"] in required and b["status"] != "ready"]
     return 1 if failing else 0
-
-
-def config_file_problem(path: str) -> Optional[str]:
-    """Why ``path`` cannot be read as a config file (it is checked again when read), or None."""
-    try:
-        read_bytes(path, limit=0)
-    except InputError as error:
-        return str(error)
-    return None
 
 
 if __name__ == "__main__":

@@ -25,9 +25,10 @@ if _HERE not in sys.path:
 from common.multinode import COLLECTION_TEMPLATES  # noqa: E402
 from common.output import HelpFormatter, clean_tree, dumps_strict, run_cli  # noqa: E402
 from nodes.compare import compare  # noqa: E402
-from nodes.load import InputError, load_nodes  # noqa: E402
+from nodes.load import InputError, Request, UsageError, load_request  # noqa: E402
 from nodes.render import render_text  # noqa: E402
 
+PROG = "compare_nodes.py"
 EPILOG = f"""\
 classes: blocking (the job will hang or fail: different torch/NCCL/vLLM/TRL/DeepSpeed versions or CUDA builds,
 duplicate hostnames, machine_rank or NODE_RANK, disagreeing main_process_ip/num_machines/num_processes, a
@@ -43,7 +44,7 @@ input (unreadable file, not JSON, another tool's output, another schema_version,
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="compare_nodes.py",
+        prog=PROG,
         description=(
             "Compare check_optional_backends.py --json reports from every node of one job and print what differs, "
             "grouped by value, with a class (blocking/warning/info) and a fix. Read-only."
@@ -73,39 +74,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_request(argv: Optional[Sequence[str]] = None) -> Request:
+    """The command line as a Request (argparse exits on a flag it rejects)."""
+    args = build_parser().parse_args(argv)
+    return Request(tuple(args.reports), tuple(args.vllm_server), args.json, args.require_consistent)
+
+
 def main(argv: Optional[Sequence[str]] = None, stdin: Any = None) -> int:
     """Entry point: 0 comparison printed, 1 --require-consistent failed, 2 usage error or unusable input."""
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        request = parse_request(argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    if [*args.reports, *args.vllm_server].count("-") > 1:
-        parser.print_usage(sys.stderr)
-        sys.stderr.write(f"{parser.prog}: error: '-' (standard input) can be given once\n")
-        return 2
     try:
-        nodes = load_nodes(args.reports, args.vllm_server, stdin)
-    except InputError as error:
-        sys.stderr.write(f"{parser.prog}: error: {error}\n")
+        nodes = load_request(request, stdin)
+    except UsageError as error:
+        build_parser().print_usage(sys.stderr)
+        sys.stderr.write(f"{PROG}: error: {error}\n")
         return 2
-    if len(nodes) < 2:
-        parser.print_usage(sys.stderr)
-        sys.stderr.write(f"{parser.prog}: error: need reports from at least two nodes, got {len(nodes)}\n")
+    except InputError as error:
+        sys.stderr.write(f"{PROG}: error: {error}\n")
         return 2
     try:
         result = compare(nodes)
     except (AttributeError, KeyError, TypeError, ValueError) as error:  # a hand-edited or truncated report
         sys.stderr.write(
-            f"{parser.prog}: error: a report does not have the structure check_optional_backends.py --json writes "
+            f"{PROG}: error: a report does not have the structure check_optional_backends.py --json writes "
             f"({type(error).__name__}: {error}); collect it again\n"
         )
         return 2
     result = clean_tree(result)  # control characters in report values cannot forge lines
-    sys.stdout.write(dumps_strict(result) if args.json else render_text(result))
+    sys.stdout.write(dumps_strict(result) if request.json else render_text(result))
     sys.stdout.flush()
-    return 1 if args.require_consistent and result["counts"]["blocking"] else 0
+    return 1 if request.require_consistent and result["counts"]["blocking"] else 0
 
 
 if __name__ == "__main__":
-    sys.exit(run_cli(main, "compare_nodes.py"))  # scrubbed output; a closed pipe or a crash never shows a traceback
+    sys.exit(run_cli(main, PROG))  # scrubbed output; a closed pipe or a crash never shows a traceback

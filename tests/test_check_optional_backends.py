@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import check_optional_backends as cob
-from diagnostic import base as diag_common
+from diagnostic import base
 from diagnostic_helpers import (
     SCHEMA,
     add_dist,
@@ -258,7 +258,7 @@ def test_text_is_compact_plain_and_masks_home(vllm_too_new: Path, tmp_path: Path
     again = run_script([], [vllm_too_new], tmp=tmp_path)
 
     def stable(text_lines):  # the header (possibly wrapped) carries the run time
-        return [line for line in text_lines if not line.startswith(diag_common.TOOL) and not line.endswith(" s")]
+        return [line for line in text_lines if not line.startswith(base.TOOL) and not line.endswith(" s")]
 
     assert stable(again.stdout.splitlines()) == stable(lines)  # stable ordering
 
@@ -273,7 +273,7 @@ def test_help_mentions_every_flag_and_backend_id() -> None:
     assert {"--json", "--require", "--probe-torch", "--probe-imports", "--timeout", "--accelerate-config"} <= flags
     for flag in flags:
         assert flag in text
-    for backend_id in diag_common.BACKEND_IDS:
+    for backend_id in base.BACKEND_IDS:
         assert f"  {backend_id} " in text
     for word in ("exit codes", "HF_HUB_OFFLINE=1", "default_config.yaml"):
         assert word in text
@@ -307,9 +307,9 @@ def test_main_returns_codes_in_process(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_display_specifier_orders_lower_bounds_first() -> None:
-    assert diag_common.display_specifier("<=0.31.0,>=0.22.0") == ">=0.22.0,<=0.31.0"
-    assert diag_common.display_specifier("<0.19,>=0.18.2") == ">=0.18.2,<0.19"
-    assert diag_common.display_specifier("") == ""
+    assert base.display_specifier("<=0.31.0,>=0.22.0") == ">=0.22.0,<=0.31.0"
+    assert base.display_specifier("<0.19,>=0.18.2") == ">=0.18.2,<0.19"
+    assert base.display_specifier("") == ""
 
 
 def test_trl_gate_table_is_used_only_for_its_exact_version(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from diagnostic import base as diag_common
+from diagnostic import base
 from diagnostic import launch as diag_launch
 from diagnostic_helpers import FIXTURES, add_dist, add_stack, backend, base_env, fake_nvidia_smi, run_script
 
@@ -175,7 +175,7 @@ def backend_evidence(tmp_path: Path, site: Path, env: dict, backend_id: str) -> 
 
 
 def test_redact_value_unit() -> None:
-    assert diag_common.redact_value("https://u:p@h/x") == "https://<redacted>@h/x"
-    assert diag_common.redact_value("redis://:pw@cache:6379") == "redis://<redacted>@cache:6379"
-    assert diag_common.redact_value("token hf_abcdefghijklmnopqrstuvwx used") == "token <redacted> used"
-    assert diag_common.redact_value("http://host:8000/v1") == "http://host:8000/v1"
+    assert base.redact_value("https://u:p@h/x") == "https://<redacted>@h/x"
+    assert base.redact_value("redis://:pw@cache:6379") == "redis://<redacted>@cache:6379"
+    assert base.redact_value("token hf_abcdefghijklmnopqrstuvwx used") == "token <redacted> used"
+    assert base.redact_value("http://host:8000/v1") == "http://host:8000/v1"

@@ -86,16 +86,6 @@ def test_bad_probe_network_values_are_usage_errors(value: str, tmp_path: Path) -
     assert "--probe-network" in run.stderr and "Traceback" not in run.stderr
 
 
-def test_parse_targets_accepts_hosts_ipv4_and_bracketed_ipv6() -> None:
-    assert diag_network.parse_targets("node-1.cluster:29500, 10.0.0.2:8000,[::1]:51216,node-1.cluster:29500") == [
-        ("node-1.cluster", 29500),
-        ("10.0.0.2", 8000),
-        ("::1", 51216),
-    ]
-    with pytest.raises(diag_network.TargetError):
-        diag_network.parse_targets(",".join(f"h{i}:1" for i in range(17)))
-
-
 def test_only_probe_network_opens_sockets(listeners: Tuple[int, int, int], tmp_path: Path) -> None:
     """Control for the safety test: the audit hook sees the probe's sockets, and nothing else changes."""
     result = audit_run(tmp_path, [], ["--json", "--probe-network", f"127.0.0.1:{listeners[0]}", "--timeout", "1"])

@@ -29,9 +29,10 @@ TEXT = REPO_ROOT / "troubleshooting"
 REQUIRED = ("thread", "title", "releases", "error_text", "cause", "fix", "confirmed_by", "applies", "entry")
 THREAD_RE = re.compile(r"^([\w.-]+)/([\w.-]+)#(\d+)$")
 CONFIRMED_RE = re.compile(r"^(maintainer comment: \S+ in [\w.-]+/[\w.-]+#\d+|merged PR [\w.-]+/[\w.-]+#\d+)")
-# What varies between users: URLs, paths, hosts and ports, hex ids, numbers, elisions and placeholders.
+# What varies between users: log prefixes ([rank3]:, [c10d]), URLs, paths, hosts and ports, hex ids, numbers, elisions
+# and placeholders.
 VARIABLE_RE = re.compile(
-    r"https?://\S+|(?:[\w.-]*/)+[\w.-]+|\b[\w-]+(?:\.[\w-]+)+:\d+\b|\b\d{1,3}(?:\.\d{1,3}){3}\b|0x[0-9a-fA-F]+|"
+    r"\[[^\]\s]*\]:?|https?://\S+|(?:[\w.-]*/)+[\w.-]+|\b[\w-]+(?:\.[\w-]+)+:\d+\b|\b\d{1,3}(?:\.\d{1,3}){3}\b|0x[0-9a-fA-F]+|"
     r"\d+(?:\.\d+)*|…|\.\.\.|<[^>\s]+>"
 )
 # The exception's class name, which the text's quotes leave out: ``RuntimeError: `` at a line's start.
@@ -221,6 +222,9 @@ def test_fragments_drop_what_varies():
     text = "The client socket has timed out after 300000ms while trying to connect to (10.0.0.5, 51216)."
     assert fragments(text)[0] == "The client socket has timed out after"
     assert fragments("ValueError: bad thing happened at /opt/x/y.py line 3")[0] == "bad thing happened at"
+    assert fragments("[rank0]: [c10d] The client socket has timed out after 300000ms")[0] == (
+        "The client socket has timed out after"
+    )
 
 
 def test_scope_check_rejects_a_release_outside_the_entry(tmp_path: Path):

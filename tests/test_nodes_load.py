@@ -11,7 +11,17 @@ from typing import Any, Dict
 
 import pytest
 
-from nodes.load import MAX_INPUT_BYTES, InputError, check_report, load_nodes, read_input, split_documents
+from nodes.load import (
+    MAX_INPUT_BYTES,
+    InputError,
+    Request,
+    UsageError,
+    check_report,
+    load_nodes,
+    load_request,
+    read_input,
+    split_documents,
+)
 
 
 def report(hostname: str = "n0", **changes: Any) -> Dict[str, Any]:
@@ -98,3 +108,16 @@ def test_nodes_are_numbered_across_roles(tmp_path: Path) -> None:
     (tmp_path / "empty.json").write_text("\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"empty\.json: empty"):
         load_nodes([str(tmp_path / "empty.json")], [])
+
+
+def test_a_request_needs_two_reports_and_standard_input_once(tmp_path: Path) -> None:
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(report("a")), encoding="utf-8")
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps(report("b")), encoding="utf-8")
+    nodes = load_request(Request((str(one),), (str(two),)))
+    assert [(n["hostname"], n["role"]) for n in nodes] == [("a", "train"), ("b", "vllm-server")]
+    with pytest.raises(UsageError, match="need reports from at least two nodes, got 1"):
+        load_request(Request((str(one),)))
+    with pytest.raises(UsageError, match="can be given once"):
+        load_request(Request(("-",), ("-",)), io.StringIO(""))

@@ -102,18 +102,18 @@ def new_finding(severity: str, code: str, message: str) -> Dict[str, str]:
 
 def first_line(text: str, limit: int = 240) -> str:
     """The first non-empty line of ``text``, scrubbed of secrets, escaped, then shortened to ``limit`` characters
-    (safe_output.one_line: scrubbing before the cut, so no head of a secret is left)."""
+    (common.output.one_line: scrubbing before the cut, so no head of a secret is left)."""
     return one_line(text or "", limit)
 
 
 def redact_value(value: str) -> str:
-    """Remove secrets from a value by their shape (tokens, URL userinfo, secret parameters): safe_output.scrub."""
+    """Remove secrets from a value by their shape (tokens, URL userinfo, secret parameters): common.output.scrub."""
     return scrub(value)
 
 
 def read_text(path: str, limit: int = 4_000_000) -> Optional[str]:
     """A regular file's text (UTF-8 with replacement), at most ``limit`` bytes of it, or ``None`` when it cannot be
-    read; a FIFO, device or directory is refused without blocking (safe_read.read_bytes)."""
+    read; a FIFO, device or directory is refused without blocking (common.read.read_bytes)."""
     try:
         return read_bytes(path, limit).text()
     except InputError:
@@ -149,7 +149,7 @@ def run_command(argv: Sequence[str], timeout: float) -> Dict[str, Any]:
     """Run a command with a hard timeout and an output cap; the whole process group is killed on overrun.
 
     Returns ``{"status": ok|failed|timeout|too-large|not_found, "returncode", "stdout", "stderr", "seconds",
-    "truncated"}`` (safe_read.run_capped).
+    "truncated"}`` (common.read.run_capped).
     """
     return run_capped(argv, timeout, COMMAND_OUTPUT_LIMIT).as_dict()
 

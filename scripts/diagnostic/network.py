@@ -7,7 +7,6 @@ deadline (the thread is abandoned, the target reported as a DNS timeout).
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
@@ -16,36 +15,10 @@ from diagnostic.base import DEFAULT_NETWORK_TIMEOUT, new_finding
 
 __all__ = [
     "DEFAULT_NETWORK_TIMEOUT",
-    "TargetError",
     "network_findings",
     "network_text",
-    "parse_targets",
     "probe_network",
 ]
-MAX_TARGETS = 16
-TARGET_RE = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.%\w]+)\]|(?P<host>[A-Za-z0-9_.-]+)):(?P<port>\d{1,5})$")
-
-
-class TargetError(ValueError):
-    """A ``--probe-network`` value that is not a list of HOST:PORT."""
-
-
-def parse_targets(text: str) -> List[Tuple[str, int]]:
-    """``host:port,[v6]:port`` -> [(host, port)]; raises TargetError with the offending part."""
-    targets: List[Tuple[str, int]] = []
-    for part in (p.strip() for p in (text or "").split(",")):
-        if not part:
-            continue
-        match = TARGET_RE.match(part)
-        port = int(match.group("port")) if match else 0
-        if not match or not 1 <= port <= 65535:
-            raise TargetError(f"{part!r} is not HOST:PORT (IPv6 as [ADDR]:PORT, port 1-65535)")
-        targets.append((match.group("v6") or match.group("host"), port))
-    if not targets:
-        raise TargetError("no HOST:PORT given")
-    if len(targets) > MAX_TARGETS:
-        raise TargetError(f"{len(targets)} targets; at most {MAX_TARGETS}")
-    return list(dict.fromkeys(targets))
 
 
 def blank_result(host: str, port: int) -> Dict[str, Any]:

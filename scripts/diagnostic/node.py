@@ -203,7 +203,7 @@ def weight_sync_direction(packages: Dict[str, Dict[str, Any]]) -> Optional[Dict[
 
 def node_env(env: Dict[str, str]) -> Dict[str, str]:
     """The launch variables compared across nodes, shown the way the report's launch section shows them
-    (diag_launch.shown_env_value)."""
+    (diagnostic.launch.shown_env_value)."""
     return {
         name: shown_env_value(name, env[name])
         for name in sorted(env)

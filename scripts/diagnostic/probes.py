@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from common.read import run_capped
 from common.values import InvalidValue, load_json
-from diagnostic.base import PROBE_WORKERS, first_line
+from diagnostic.base import PROBE_WORKERS, first_line, new_finding
 
 PROBE_ENV = {"HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_UPDATE_CHECK": "1", "TRANSFORMERS_OFFLINE": "1"}
 
@@ -129,9 +129,9 @@ def _signal_name(code: int) -> str:
 PROBE_OUTPUT_LIMIT = 2_000_000
 
 
-def run_probe(code: str, args: Sequence[str], timeout: float) -> Dict[str, Any]:
+def run_probe(code: str, code_argv: Sequence[str], timeout: float) -> Dict[str, Any]:
     """Run probe code in a fresh interpreter (same flags and sys.path); crashes and hangs become results."""
-    argv = [sys.executable, *_interpreter_flags(), "-c", code, *args]
+    argv = [sys.executable, *_interpreter_flags(), "-c", code, *code_argv]
     run = run_capped(argv, timeout, PROBE_OUTPUT_LIMIT, env=_probe_env())
     if run.status == "not_found":
         return {"status": "failed", "error": run.stderr, "wall_seconds": 0.0}
@@ -185,3 +185,32 @@ def probe_imports(targets: List[Tuple[str, str]], timeout: float, path_entries: 
 def probe_torch(timeout: float, path_entries: Sequence[str]) -> Dict[str, Any]:
     """Import torch in a subprocess and read torch.cuda device properties and NCCL (allocates nothing)."""
     return run_probe(TORCH_PROBE_CODE, [json.dumps(list(path_entries))], timeout)
+
+
+def torch_probe_text(result: Dict[str, Any]) -> str:
+    """One line for the torch probe's result (also the message of its finding)."""
+    if result.get("status") != "ok":
+        return f"{result.get('status')}: {result.get('error_type') or ''} {result.get('error') or ''}".strip()
+    parts = [f"torch {result.get('version')} imported in {result.get('import_seconds')} s"]
+    parts.append(f"cuda available: {result.get('cuda_available')}, devices: {result.get('device_count')}")
+    if result.get("devices"):
+        parts.append(", ".join(f"{d['name']} cc {d['compute_capability']}" for d in result["devices"]))
+    parts.append(f"NCCL: {result.get('nccl_version') or ('available' if result.get('nccl_available') else 'no')}")
+    return "; ".join(parts)
+
+
+def probe_findings(probes: Dict[str, Any]) -> List[Dict[str, str]]:
+    """Findings for failed probes (crash, hang, import error)."""
+    findings = []
+    for result in probes.get("imports") or []:
+        if result.get("status") != "ok":
+            detail = f"{result.get('error_type') + ': ' if result.get('error_type') else ''}{result.get('error') or ''}"
+            findings.append(new_finding("error", f"import_{result['status']}", f"import {result['module']}: {detail}"))
+    torch_probe = probes.get("torch")
+    if torch_probe and torch_probe.get("status") != "ok":
+        findings.append(
+            new_finding(
+                "error", f"torch_probe_{torch_probe.get('status')}", "torch probe: " + torch_probe_text(torch_probe)
+            )
+        )
+    return findings

@@ -149,6 +149,8 @@ def render_text(report: Dict[str, Any], verbose: bool = False, required: Sequenc
     if probes:
         torch_probe = probes.get("torch")
         if torch_probe:
+            from diagnostic.probes import torch_probe_text  # probes ran, so the probe code is loaded already
+
             lines.append("probe torch: " + torch_probe_text(torch_probe))
         if probes.get("network"):
             from diagnostic.network import network_text
@@ -259,17 +261,6 @@ def _gpu_lines(gpus: List[Dict[str, Any]]) -> List[str]:
     return lines
 
 
-def torch_probe_text(result: Dict[str, Any]) -> str:
-    if result.get("status") != "ok":
-        return f"{result.get('status')}: {result.get('error_type') or ''} {result.get('error') or ''}".strip()
-    parts = [f"torch {result.get('version')} imported in {result.get('import_seconds')} s"]
-    parts.append(f"cuda available: {result.get('cuda_available')}, devices: {result.get('device_count')}")
-    if result.get("devices"):
-        parts.append(", ".join(f"{d['name']} cc {d['compute_capability']}" for d in result["devices"]))
-    parts.append(f"NCCL: {result.get('nccl_version') or ('available' if result.get('nccl_available') else 'no')}")
-    return "; ".join(parts)
-
-
 def _compat_text(row: Dict[str, Any]) -> str:
     owner = row["required_by"].split(" ")[0]
     subject = f"{row['subject']} {row['installed']}"
@@ -317,20 +308,3 @@ def _wrap(cells: List[str], first_prefix: str, next_prefix: Optional[str] = None
     if current.strip():
         lines.append(current)
     return lines
-
-
-def verdict_line(backends: List[Dict[str, Any]], required: Sequence[str], probed: bool) -> str:
-    """The last line: what is ready, limited and unavailable, and the --require outcome."""
-    groups: Dict[str, List[str]] = {"ready": [], "limited": [], "unavailable": []}
-    for verdict in backends:
-        groups.setdefault(verdict["status"], []).append(verdict["id"])
-    parts = [f"{status}: {', '.join(ids) if ids else 'none'}" for status, ids in groups.items()]
-    text = "verdict: " + "; ".join(parts)
-    if not probed:
-        text += " (static checks; imports not probed: add --probe-imports)"
-    if required:
-        failing = [b["id"] for b in backends if b["id"] in required and b["status"] != "ready"]
-        text += f"; --require {','.join(required)}: " + (
-            "FAILED (" + ", ".join(failing) + " not ready)" if failing else "met"
-        )
-    return text

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -21,22 +20,22 @@ from diagnostic.builds import bnb_native_libraries, cuda_toolkit, deepspeed_buil
 from diagnostic.compat import compatibility
 from diagnostic.crosschecks import environment_findings
 from diagnostic.gpus import DEFAULT_SMI_TIMEOUT, gather_accelerators
+from diagnostic.inputs import Request
 from diagnostic.interpreter import platform_facts, python_facts
 from diagnostic.interpreter_hint import gather_interpreter_facts, interpreter_hint_json, judge_interpreter
 from diagnostic.launch import accelerate_config_path, gather_env, read_accelerate_config
 from diagnostic.node import gather_node, node_findings
 from diagnostic.packages import gather_packages, scan_distributions
 from diagnostic.release_diff import release_differences
-from diagnostic.render import torch_probe_text, verdict_line
-from diagnostic.rules import Context, judge_backends
+from diagnostic.rules import Context, judge_backends, verdict_line
 
 
-def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
-    """Gather every fact, judge the backends, and return (report, secrets to scrub)."""
+def collect(request: Request, env: Optional[Dict[str, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
+    """Gather every fact, run the probes asked for, judge the backends, and return (report, secrets to scrub)."""
     start = time.perf_counter()
     env = dict(os.environ if env is None else env)
-    smi_timeout = args.timeout if args.timeout is not None else DEFAULT_SMI_TIMEOUT
-    probe_timeout = args.timeout if args.timeout is not None else DEFAULT_PROBE_TIMEOUT
+    smi_timeout = request.timeout if request.timeout is not None else DEFAULT_SMI_TIMEOUT
+    probe_timeout = request.timeout if request.timeout is not None else DEFAULT_PROBE_TIMEOUT
     path_entries = list(sys.path)
     findings: List[Dict[str, str]] = []
     dists = scan_distributions(path_entries)
@@ -58,7 +57,7 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
     report["compatibility"] = compatibility(packages, chosen, findings)
     report["release_differences"] = release_differences(packages)
     report["accelerators"] = gather_accelerators(env, smi_timeout)
-    config_path = args.accelerate_config or accelerate_config_path(env)
+    config_path = request.accelerate_config or accelerate_config_path(env)
     env_selected, secrets = gather_env(env)
     report["launch"] = {
         "accelerate_config": read_accelerate_config(config_path, packages),
@@ -68,31 +67,32 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
     report["deepspeed_build"] = deepspeed_build(packages) if packages["deepspeed"]["installed"] else None
     report["bitsandbytes_libraries"] = bnb_native_libraries(packages) if packages["bitsandbytes"]["installed"] else []
     probes: Dict[str, Any] = {}
-    if args.probe_torch or args.probe_imports:
-        from diagnostic.probes import probe_imports, probe_torch  # opt-in: the default run never loads the probe code
-    if args.probe_torch:
+    failed_probes: List[Dict[str, str]] = []
+    if request.probe_torch or request.probe_imports:
+        from diagnostic.probes import probe_findings, probe_imports, probe_torch  # opt-in: not loaded by default
+    if request.probe_torch:
         probes["torch"] = probe_torch(probe_timeout, path_entries)
-    if args.probe_imports:
+    if request.probe_imports:
         targets = []
-        wanted = args.probe_import_ids
+        wanted = request.probe_import_ids
         for pid, _, _ in STACK:
             if (wanted is None and packages[pid]["installed"]) or (wanted is not None and pid in wanted):
                 targets.append((pid, packages[pid]["module"]))
         probes["imports"] = probe_imports(targets, probe_timeout, path_entries)
-    network_targets = getattr(args, "probe_network_targets", None)
+    if probes:
+        failed_probes = probe_findings(probes)  # crashes, hangs and import errors of the probes above
+    network_targets = request.probe_network_targets
     if network_targets:
         from diagnostic.network import probe_network  # opt-in: the default run never loads the socket code
 
         probes["network"] = probe_network(
-            network_targets, args.timeout if args.timeout is not None else DEFAULT_NETWORK_TIMEOUT
+            network_targets, request.timeout if request.timeout is not None else DEFAULT_NETWORK_TIMEOUT
         )
     if probes:
         report["probes"] = probes
     ctx = Context(report, chosen)
     report["backends"] = judge_backends(ctx)
-    report["findings"] = (
-        environment_findings(report) + findings + probe_findings(probes) + node_findings(report["node"])
-    )
+    report["findings"] = environment_findings(report) + findings + failed_probes + node_findings(report["node"])
     if probes.get("network"):
         from diagnostic.network import network_findings
 
@@ -110,23 +110,6 @@ def collect(args: argparse.Namespace, env: Optional[Dict[str, str]] = None) -> T
                 f"none of the training stack is installed for {sys.executable}; install with: pip install trl",
             ),
         )
-    report["verdict"] = verdict_line(report["backends"], args.required_ids, bool(probes.get("imports")))
+    report["verdict"] = verdict_line(report["backends"], request.required_ids, bool(probes.get("imports")))
     report["elapsed_seconds"] = round(time.perf_counter() - start, 3)
     return report, secrets
-
-
-def probe_findings(probes: Dict[str, Any]) -> List[Dict[str, str]]:
-    """Findings for failed probes (crash, hang, import error)."""
-    findings = []
-    for result in probes.get("imports") or []:
-        if result.get("status") != "ok":
-            detail = f"{result.get('error_type') + ': ' if result.get('error_type') else ''}{result.get('error') or ''}"
-            findings.append(new_finding("error", f"import_{result['status']}", f"import {result['module']}: {detail}"))
-    torch_probe = probes.get("torch")
-    if torch_probe and torch_probe.get("status") != "ok":
-        findings.append(
-            new_finding(
-                "error", f"torch_probe_{torch_probe.get('status')}", "torch probe: " + torch_probe_text(torch_probe)
-            )
-        )
-    return findings

@@ -675,3 +675,20 @@ def rule_async_grpo_lora(ctx: Context) -> Dict[str, Any]:
     if soft:
         return _verdict("async-grpo-lora", "limited", evidence + soft, step)
     return _verdict("async-grpo-lora", "ready", evidence, None)
+
+
+def verdict_line(backends: List[Dict[str, Any]], required: Sequence[str], probed: bool) -> str:
+    """The last line: what is ready, limited and unavailable, and the --require outcome."""
+    groups: Dict[str, List[str]] = {"ready": [], "limited": [], "unavailable": []}
+    for verdict in backends:
+        groups.setdefault(verdict["status"], []).append(verdict["id"])
+    parts = [f"{status}: {', '.join(ids) if ids else 'none'}" for status, ids in groups.items()]
+    text = "verdict: " + "; ".join(parts)
+    if not probed:
+        text += " (static checks; imports not probed: add --probe-imports)"
+    if required:
+        failing = [b["id"] for b in backends if b["id"] in required and b["status"] != "ready"]
+        text += f"; --require {','.join(required)}: " + (
+            "FAILED (" + ", ".join(failing) + " not ready)" if failing else "met"
+        )
+    return text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
 from common.read import InputError as UnreadableInput
 from common.read import read_bytes
@@ -19,6 +19,19 @@ LABELED_LINE_RE = re.compile(r"^\s*([A-Za-z0-9_.\[\]-]+): ?(.*)$")
 
 class InputError(Exception):
     """Unusable input: unreadable file, not JSON, the wrong tool or schema version (exit 2)."""
+
+
+class UsageError(Exception):
+    """The reports asked for cannot make a comparison (exit 2, with the usage line)."""
+
+
+class Request(NamedTuple):
+    """What compare_nodes.py was asked to compare, and how to answer."""
+
+    train_paths: Tuple[str, ...]  # report files of the training nodes ('-': standard input)
+    server_paths: Tuple[str, ...] = ()  # report files of vLLM server nodes
+    json: bool = False
+    require_consistent: bool = False
 
 
 def _decode_all(text: str) -> List[Any]:
@@ -134,4 +147,15 @@ def load_nodes(train_paths: Sequence[str], server_paths: Sequence[str], stdin: A
                         "report": report,
                     }
                 )
+    return nodes
+
+
+def load_request(request: Request, stdin: Any = None) -> List[Dict[str, Any]]:
+    """The nodes of a request: UsageError for standard input named twice or fewer than two reports, InputError
+    for an unusable file."""
+    if [*request.train_paths, *request.server_paths].count("-") > 1:
+        raise UsageError("'-' (standard input) can be given once")
+    nodes = load_nodes(request.train_paths, request.server_paths, stdin)
+    if len(nodes) < 2:
+        raise UsageError(f"need reports from at least two nodes, got {len(nodes)}")
     return nodes

@@ -154,7 +154,7 @@ class Response:
         return self.error_kind is not None
 
     def json(self) -> Tuple[Optional[Any], Optional[str]]:
-        """(parsed JSON, None) or (None, why not). Strict and bounded (safe_values.load_json); parsed once."""
+        """(parsed JSON, None) or (None, why not). Strict and bounded (common.values.load_json); parsed once."""
         if self._parsed is None:
             self._parsed = self._parse()
         return self._parsed

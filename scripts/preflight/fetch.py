@@ -1,5 +1,5 @@
 """Fetchers of the vLLM pre-flight: GET only, same-origin redirects, verified TLS, bodies capped and read through
-the shared ``safe_read.http_get``, every server probed in parallel within one total deadline."""
+the shared ``common.read.http_get``, every server probed in parallel within one total deadline."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from preflight.data import TRL_FALLBACK_SOURCE, TRL_FALLBACK_VERSION, TRL_FALLBA
 
 def installed_metadata(name: str, path_entries: Optional[Sequence[str]] = None) -> Optional[Tuple[str, List[str]]]:
     """(version, Requires-Dist lines) of the first installed distribution ``name`` on ``sys.path``, read through
-    safe_read (a FIFO or a huge METADATA file cannot hang or flood this), or None."""
+    common.read (a FIFO or a huge METADATA file cannot hang or flood this), or None."""
     key = normalize_name(name)
     for entry in path_entries if path_entries is not None else sys.path:
         try:
