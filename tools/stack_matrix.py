@@ -463,8 +463,17 @@ def torch_pins(matrix: Dict[str, Dict[str, Any]]) -> List[str]:
     return sorted(pins, key=lambda v: tuple(int(p) for p in v.split(".")))
 
 
+_HISTORY: Dict[str, Any] = {}
+
+
+def _history() -> Dict[str, Any]:
+    if not _HISTORY:
+        _HISTORY.update(json.loads(HISTORY.read_text(encoding="utf-8")))
+    return _HISTORY
+
+
 def history_releases(package: str) -> List[str]:
-    data = json.loads(HISTORY.read_text(encoding="utf-8"))
+    data = _history()
     return [r["version"] for r in data["packages"].get(package, {}).get("releases", [])]
 
 
@@ -640,10 +649,10 @@ def problems(matrix: Dict[str, Any], text: str) -> List[str]:
         ]
         if gone:
             found.append(f"{name}: releases in the window but not recorded: {', '.join(gone)}")
-    for version in history_releases("trl") + history_releases("vllm"):
-        name = "trl" if version in history_releases("trl") else "vllm"
-        if version not in packages[name]["releases"]:
-            found.append(f"{name} {version} is indexed in the release history but missing here")
+    for name in ("trl", "vllm"):
+        for version in history_releases(name):
+            if version not in packages[name]["releases"]:
+                found.append(f"{name} {version} is indexed in the release history but missing here")
     for pin in torch_pins(packages):
         if pin not in packages["torch"]["releases"]:
             found.append(f"torch {pin} is pinned by a recorded vLLM but missing here")
@@ -664,16 +673,17 @@ def problems(matrix: Dict[str, Any], text: str) -> List[str]:
 
 def history_disagreements(packages: Dict[str, Any]) -> List[str]:
     """Requirement lines of the indexed TRL/vLLM releases that the facts record but the matrix lacks."""
-    data = json.loads(HISTORY.read_text(encoding="utf-8"))
+    data = _history()
     found = []
     for name in ("trl", "vllm"):
         entry = data["packages"][name]
         order = [r["version"] for r in entry["releases"]]
         for mask, lines in entry["facts"].get("requires", {}).items():
             for line in lines:
-                if not stack_requires([line]):
+                shaped = stack_requires([line])
+                if not shaped:
                     continue
-                (wanted,) = stack_requires([line])
+                (wanted,) = shaped
                 for position, bit in enumerate(mask):
                     if bit != "1" or order[position] not in packages[name]["releases"]:
                         continue

@@ -12,7 +12,18 @@ from common import versions
 from stack.goals import combined
 from stack.inputs import PlanRequest
 from stack.matrix import Matrix
-from stack.resolve import ORDER, Constraints, Solution, Space, as_installed, blockers, floors_of, relaxations, solve
+from stack.resolve import (
+    ORDER,
+    Constraints,
+    Solution,
+    Space,
+    as_installed,
+    blockers,
+    floors_of,
+    keep_conflicts,
+    relaxations,
+    solve,
+)
 
 SCHEMA_VERSION = 1
 TOOL = "plan_install"
@@ -106,8 +117,10 @@ def plan(request: PlanRequest, matrix: Matrix) -> Dict[str, Any]:
     else:
         verdict, status = "no release set satisfies the goal under these constraints", "impossible"
     drop: List[str] = []
+    conflicts: List[str] = []
     if not options:
         drop = relaxations(matrix, request.wants, request.installed, constraints)
+        conflicts = keep_conflicts(space)
     return {
         "tool": TOOL,
         "schema_version": SCHEMA_VERSION,
@@ -123,6 +136,7 @@ def plan(request: PlanRequest, matrix: Matrix) -> Dict[str, Any]:
         "options": options,
         "problems": [{"package": p.package, "reason": p.reason, "constraint": p.constraint} for p in space.problems],
         "drop": drop,
+        "conflicts": conflicts,
         "search_exhausted": exhausted,
         "matrix": {"fetched": matrix.fetched, "window": matrix.window},
     }

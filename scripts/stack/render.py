@@ -43,6 +43,8 @@ def render_text(result: Dict[str, Any]) -> str:
             + (f" (constraint: {problem['constraint']})" if problem["constraint"] else "")
         )
     if result["status"] == "impossible":
+        for conflict in result["conflicts"]:
+            lines.append(f"blocked: {conflict}")
         if result["drop"]:
             lines.append("drop one of these to make it possible: " + ", ".join(result["drop"]))
         else:

@@ -142,12 +142,20 @@ class Space:
                 spec = _display(req.specifier)
                 out.setdefault(req.key, []).append(Need(req.key, spec, f"{label} requires {req.key}{spec}"))
         for floor in self.floors:
-            if floor.owner == name and floor.kind in ENFORCED_KINDS and floor.subject in self.scope and floor.spec:
-                if floor.applies_to(version) and not any(n.spec == floor.spec for n in out.get(floor.subject, [])):
-                    why = f"{floor.feature} on {name} {version} needs {floor.subject}{floor.spec} ({floor.file})"
-                    out.setdefault(floor.subject, []).append(Need(floor.subject, floor.spec, why))
+            if not self._floor_binds(floor, name, version, out):
+                continue
+            why = f"{floor.feature} on {name} {version} needs {floor.subject}{floor.spec} ({floor.file})"
+            out.setdefault(floor.subject, []).append(Need(floor.subject, floor.spec, why))
         self._needs[key] = out
         return out
+
+    def _floor_binds(self, floor: Floor, name: str, version: str, stated: Dict[str, List[Need]]) -> bool:
+        """Whether ``floor`` constrains ``name==version`` beyond what its metadata already states."""
+        if floor.owner != name or floor.kind not in ENFORCED_KINDS or floor.subject not in self.scope:
+            return False
+        if not floor.spec or not floor.applies_to(version):
+            return False
+        return not any(n.spec == floor.spec for n in stated.get(floor.subject, []))
 
     def violations(self, name: str, version: str, other: str, other_version: str) -> List[str]:
         """Why ``name==version`` and ``other==other_version`` cannot go together (empty: they can)."""
@@ -242,7 +250,9 @@ class Space:
             ):
                 allowed.append(installed)  # outside the matrix: its own requirements are unknown, others' are checked
             if not allowed:
-                constraint, reason = next(iter(reasons.items())) if reasons else ("", "no recorded release")
+                # the keep removes most releases; what removed the kept ones is the constraint to name
+                other = [(c, r) for c, r in reasons.items() if not c.startswith("--keep")]
+                constraint, reason = (other or list(reasons.items()) or [("", "no recorded release")])[0]
                 problems.append(Problem(name, f"no recorded {name} release fits: {reason}", constraint))
             domains[name] = self._ordered(name, allowed, installed)
         return domains, problems
@@ -333,8 +343,32 @@ def solve(space: Space, wanted: int) -> Tuple[List[Solution], bool]:
                 break
         if budget[0] <= 0:
             break
-    solutions.sort(key=lambda s: (len(s.moved), s.distance, [ORDER.index(n) for n in s.moved]))
+    solutions.sort(key=lambda s: (weight(s.moved), s.distance, [ORDER.index(n) for n in s.moved]))
     return solutions[:wanted], budget[0] <= 0
+
+
+def weight(moved: Sequence[str]) -> int:
+    """Ranking cost of moving installed packages: the packages that define the stack (TRL, vLLM, transformers,
+    torch) count twice, so a plan that moves one library ranks before one that moves TRL."""
+    return sum(2 if name in ANCHORS else 1 for name in moved)
+
+
+def keep_conflicts(space: Space) -> List[str]:
+    """For an impossible goal: packages none of whose candidates fits the kept releases, with the nearest
+    candidate's conflict (e.g. every kernels release against transformers 5.24.0's kernels range)."""
+    kept = {n: space.domains[n][0] for n in space.scope if len(space.domains.get(n, [])) == 1}
+    lines = []
+    for name in space.scope:
+        if name in kept or not space.domains.get(name):
+            continue
+        fits = [v for v in space.domains[name] if all(space.compatible(name, v, k, kv) for k, kv in kept.items())]
+        if fits:
+            continue
+        nearest = space.domains[name][0]
+        found = [m for k, kv in kept.items() for m in space.violations(name, nearest, k, kv)]
+        newest = max(space.domains[name], key=lambda v: versions.version_key(v) or (0,))  # type: ignore[arg-type,return-value]
+        lines.append(f"no {name} release fits (newest recorded {newest}): " + "; ".join(found[:2]))
+    return lines
 
 
 def blockers(space: Space, chosen: Dict[str, str]) -> List[str]:
