@@ -123,27 +123,32 @@ def _read_trl(files: Dict[str, str], release: str) -> List[Dict[str, str]]:
                 "file": "trl/trainer/utils.py create_model_from_path (use_kernels raises ValueError)",
             }
         )
-    transfer = files.get("trl/experimental/async_grpo/weight_transfer.py", "")
-    if "vllm.distributed.weight_transfer" in transfer:
-        found.append(
-            {
-                "feature": "async-grpo",
-                "subject": "vllm",
-                "spec": ">=0.22.0",
-                "kind": "requires",
-                "file": "trl/experimental/async_grpo/weight_transfer.py imports vllm.distributed.weight_transfer",
-            }
-        )
-    for gate in re.finditer(r'_HAS_(\w+)\s*=\s*is_vllm_available\(min_version="([^"]+)"\)', transfer):
-        found.append(
-            {
-                "feature": "async-grpo",
-                "subject": "vllm",
-                "spec": f">={gate.group(2)}",
-                "kind": "prefers",
-                "file": f"trl/experimental/async_grpo/weight_transfer.py _HAS_{gate.group(1)}",
-            }
-        )
+    for path in sorted(p for p in files if p.startswith("trl/experimental/async_grpo/")):
+        source = files[path]
+        floors = set()
+        for gate in re.finditer(r'(_HAS_\w+\s*=\s*)?is_vllm_available\(min_version="([^"]+)"\)', source):
+            if gate.group(1):
+                name = gate.group(1).split("=")[0].strip()
+                found.append(
+                    {
+                        "feature": "async-grpo",
+                        "subject": "vllm",
+                        "spec": f">={gate.group(2)}",
+                        "kind": "prefers",
+                        "file": f"{path} {name}",
+                    }
+                )
+            elif gate.group(2) not in floors:
+                floors.add(gate.group(2))
+                found.append(
+                    {
+                        "feature": "async-grpo",
+                        "subject": "vllm",
+                        "spec": f">={gate.group(2)}",
+                        "kind": "requires",
+                        "file": f"{path} is_vllm_available(min_version=...)",
+                    }
+                )
     if "trl/experimental/async_grpo/async_grpo_trainer.py" in files:
         found.append(
             {
