@@ -221,13 +221,14 @@ class Space:
         release = self.matrix.release(name, version)
         if release is None:
             return ""
-        if release.cuda or name == "torch":
+        if name == "torch":
             return release.cuda
         for req in parse_lines(release.requires):
             if req.key == "torch" and req.specifier.startswith("==") and "," not in req.specifier:
                 pinned = self.matrix.release("torch", req.specifier[2:])
-                return pinned.cuda if pinned else ""
-        return ""
+                if pinned and pinned.cuda:
+                    return pinned.cuda  # the PyPI vLLM wheel is built against its torch pin
+        return release.cuda
 
     def _domains(self) -> Tuple[Dict[str, List[str]], List[Problem]]:
         domains: Dict[str, List[str]] = {}
