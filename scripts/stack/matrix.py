@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from common import versions
@@ -131,7 +132,25 @@ def parse_lines(lines: Sequence[str]) -> List[versions.Requirement]:
 _PARSED: Dict[str, Optional[versions.Requirement]] = {}
 
 
+_LINE_RE = re.compile(r"^([a-z0-9][a-z0-9.-]*)(?:\[([a-z0-9,._-]+)\])?([^;]*)(?:;\s*(.+))?$")
+_SPEC_RE = re.compile(r"(?:(?:===|==|!=|~=|<=|>=|<|>)[0-9A-Za-z.*+!]+,?)*")
+
+
 def _parse(line: str) -> Optional[versions.Requirement]:
+    """A recorded line (the generator writes them normalized: ``name[extras]spec; marker``), split without
+    ``packaging``'s parser; anything else goes through the shared parser."""
     if line not in _PARSED:
-        _PARSED[line] = versions.parse_requirement(line)
+        match = _LINE_RE.match(line)
+        if match and _SPEC_RE.fullmatch(match.group(3)):
+            name, extras, spec, marker = match.groups()
+            _PARSED[line] = versions.Requirement(
+                name=name,
+                key=name,
+                extras=tuple(sorted(extras.split(","))) if extras else (),
+                specifier=spec,
+                marker=marker or "",
+                raw=line,
+            )
+        else:
+            _PARSED[line] = versions.parse_requirement(line)
     return _PARSED[line]

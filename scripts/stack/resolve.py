@@ -9,6 +9,7 @@ the installed one first (newest first for an added package), checking each pair 
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from common import versions
@@ -65,13 +66,47 @@ class Constraints(NamedTuple):
     python_given: bool
 
 
+_RELEASE_RE = re.compile(r"^\d+(?:\.\d+)*$")
+_CLAUSE_RE = re.compile(r"^(==|!=|<=|>=|<|>)(\d+(?:\.\d+)*)(\.\*)?$")
+
+
+def _release(text: str) -> Tuple[int, ...]:
+    parts = tuple(int(p) for p in text.split("."))
+    while len(parts) > 1 and parts[-1] == 0:
+        parts = parts[:-1]
+    return parts
+
+
+def _fast_clause(clause: str, version: str) -> Optional[bool]:
+    """PEP 440 for a final release against a plain clause (the matrix's common case); None: not plain."""
+    match = _CLAUSE_RE.match(clause)
+    if not match or not _RELEASE_RE.match(version):
+        return None
+    op, target, star = match.groups()
+    if star:
+        if op not in ("==", "!="):
+            return None
+        width = len(target.split("."))
+        head = tuple(int(p) for p in version.split("."))[:width]
+        head = head + (0,) * (width - len(head))
+        same = head == tuple(int(p) for p in target.split("."))
+        return same if op == "==" else not same
+    left, right = _release(version), _release(target)
+    results = {"==": left == right, "!=": left != right, "<=": left <= right, ">=": left >= right}
+    results.update({"<": left < right, ">": left > right})
+    return results[op]
+
+
 def _contains(spec: str, version: str, cache: Dict[Tuple[str, str], bool]) -> bool:
+    """Whether ``version`` satisfies ``spec`` (``A or B`` for a range exclusion); undecidable counts as yes."""
     key = (spec, version)
     if key not in cache:
         if " or " in spec:
-            cache[key] = any(
-                versions.specifier_contains(part.strip(), version) is not False for part in spec.split(" or ")
-            )
+            cache[key] = any(_contains(part.strip(), version, cache) for part in spec.split(" or "))
+            return cache[key]
+        results = [_fast_clause(c.strip(), version) for c in spec.split(",") if c.strip()]
+        if all(r is not None for r in results):
+            cache[key] = all(results)
         else:
             cache[key] = versions.specifier_contains(spec, version) is not False
     return cache[key]
