@@ -112,3 +112,19 @@ def test_next_step_helper_returns_the_first_pip_line() -> None:
     assert line is not None and line.startswith("./.venv/bin/python -m pip install ")
     assert "trl[peft]==1.16.0" in pins(line)
     assert judge.next_step(MATRIX, ["ddp"], TRL_116, "3.12.3", "python3") is None
+
+
+def test_fast_specifier_path_agrees_with_the_shared_helper_on_every_recorded_pair() -> None:
+    from common import versions
+    from stack import resolve
+    from stack.matrix import parse_lines
+
+    checked = 0
+    for releases in MATRIX.releases.values():
+        for release in releases:
+            for req in parse_lines(release.requires):
+                for candidate in MATRIX.releases.get(req.key, [])[::3]:
+                    fast = resolve._contains(req.specifier, candidate.version, {})
+                    assert fast == (versions.specifier_contains(req.specifier, candidate.version) is not False)
+                    checked += 1
+    assert checked > 1000

@@ -3,6 +3,7 @@
 
     python3 tools/record_pip_answers.py              # every case (network; minutes per case, a few at a time)
     python3 tools/record_pip_answers.py CASE [CASE]  # only these
+    python3 tools/record_pip_answers.py --missing    # only cases without a fixture
 
 For each case (an installed set, goals and constraints) the planner (``scripts/plan_install.py``'s stages, in
 process) proposes its first option; pip then resolves the whole set, WITH dependencies, against the registry:
@@ -38,6 +39,8 @@ from stack.matrix import load  # noqa: E402
 
 OUT = REPO_ROOT / "tests" / "fixtures" / "pip_answers"
 TIMEOUT = 900
+PIP_PYTHON = os.environ.get("RECORD_PIP_PYTHON", sys.executable)  # an interpreter whose pip does the resolving
+CACHE_DIR = os.path.join(tempfile.gettempdir(), "record-pip-answers-cache")
 WORKERS = 4
 ENVS: Dict[str, Dict[str, Any]] = {
     "trl116": {
@@ -140,9 +143,9 @@ CASES: Dict[str, tuple] = {
     "vllm-server-image-0310": ("trl116", ["vllm-server"], ["vllm==0.31.0"], None, None),
     "vllm-colocate-trl116": ("trl116", ["vllm-colocate"], [], None, None),
     "vllm-keep-0330-and-trl": ("trl116-vllm033", ["vllm-server"], ["vllm==0.33.0", "trl"], None, None),
-    "vllm-keep-torch-2140": ("trl116", ["vllm-server"], ["torch==2.14.0", "trl"], None, None),
+    "peft-keep-peft-0120": ("trl116", ["peft"], ["peft==0.12.0", "trl"], None, None),
+    "liger-keep-liger-080": ("trl116", ["liger"], ["liger-kernel==0.8.0", "trl"], None, None),
     "async-grpo-trl18-vllm0191": ("trl18", ["async-grpo"], ["trl==1.8.0"], None, None),
-    "async-grpo-lora-trl18-kept": ("trl18", ["async-grpo-lora"], ["trl==1.8.0"], None, None),
     "async-grpo-lora-trl116": ("trl116", ["async-grpo-lora"], [], None, None),
     "hub-kernels-keep-transformers-524": ("trl116", ["hub-kernels"], ["transformers==5.24.0"], None, None),
     "hub-kernels-trl116": ("trl116", ["hub-kernels"], [], None, None),
@@ -187,7 +190,7 @@ def planner_answer(case: str) -> Dict[str, Any]:
 
 def pip_request(case: str, answer: Dict[str, Any]) -> List[str]:
     """The requirement words pip is asked to resolve for ``case``."""
-    env_name, wants, keeps, python, _ = CASES[case]
+    env_name, wants, keeps, _, _ = CASES[case]
     extras = sorted({e for w in wants for e in judge.combined([w]).trl_extras})
     trl_name = f"trl[{','.join(extras)}]" if extras else "trl"
     if answer["options"]:
@@ -206,9 +209,10 @@ def pip_request(case: str, answer: Dict[str, Any]) -> List[str]:
 def pip_argv(case: str, words: Sequence[str], report: str, target: str) -> List[str]:
     env_name, _, _, python, _ = CASES[case]
     version = ".".join((python or ENVS[env_name]["python"]).split(".")[:2])
-    argv = [sys.executable, "-m", "pip", "--isolated", "--disable-pip-version-check", "--timeout", "60"]
+    argv = [PIP_PYTHON, "-m", "pip", "--isolated", "--disable-pip-version-check", "--timeout", "60"]
     if os.environ.get("PIP_CERT"):
         argv += ["--cert", os.environ["PIP_CERT"]]
+    argv += ["--cache-dir", CACHE_DIR]  # shared between cases: the same metadata is fetched once
     argv += ["install", "--dry-run", "--ignore-installed", "--report", report]
     if any(w.startswith("deepspeed") for w in words):
         argv += ["--prefer-binary"]  # an sdist-only package: resolved for this interpreter
@@ -217,6 +221,12 @@ def pip_argv(case: str, words: Sequence[str], report: str, target: str) -> List[
     return argv + list(words)
 
 
+def _pip_version() -> str:
+    done = subprocess.run([PIP_PYTHON, "-m", "pip", "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.split()[1] if done.stdout.split()[1:] else "?"
+
+
+PIP_VERSION = _pip_version()
 _DOWNLOAD_RE = re.compile(r"Downloading \S+ \(([\d.]+) (kB|MB|GB)\)")
 
 
@@ -261,8 +271,11 @@ def record(case: str) -> Dict[str, Any]:
         "pip": {
             "request": list(words),
             "command": "pip install --dry-run --ignore-installed --report - "
-            + " ".join(a for a in argv[argv.index("install") + 1 :] if not a.startswith(tempfile.gettempdir())),
+            + " ".join(a for a in argv[argv.index("install") + 1 :] if not a.startswith(tempfile.gettempdir()))
+            .replace("--report ", "", 1)
+            .replace("--target ", "", 1),
             "returncode": returncode,
+            "pip_version": PIP_VERSION,
             "resolution_impossible": "ResolutionImpossible" in log,
             "no_matching_distribution": "No matching distribution" in log,
             "resolved": {n: v for n, v in sorted(resolved.items()) if n in stack},
@@ -275,22 +288,48 @@ def record(case: str) -> Dict[str, Any]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    cases = list(argv if argv is not None else sys.argv[1:]) or list(CASES)
+    args = list(argv if argv is not None else sys.argv[1:])
+    missing_only = "--missing" in args
+    cases = [a for a in args if a != "--missing"] or list(CASES)
+    if missing_only:
+        cases = [c for c in cases if not (OUT / f"{c}.json").exists()]
     unknown = [c for c in cases if c not in CASES]
     if unknown:
         print(f"unknown case(s): {', '.join(unknown)}", file=sys.stderr)
         return 2
     OUT.mkdir(parents=True, exist_ok=True)
     with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-        futures = {pool.submit(record, case): case for case in cases}
+        futures = [pool.submit(record_group, group) for group in groups(cases)]
         for future in concurrent.futures.as_completed(futures):
-            case = futures[future]
-            result = future.result()
-            (OUT / f"{case}.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-            pip = result["pip"]
-            print(f"{case}: planner {result['planner']['status']}, pip rc={pip['returncode']} in {pip['seconds']} s, "
-                  f"{pip['downloaded_mb']} MB downloaded", file=sys.stderr)
+            future.result()
     return 0
+
+
+def groups(cases: Sequence[str]) -> List[List[str]]:
+    """Cases that resolve the same torch wheel run one after another, so the shared cache serves the later ones
+    (a full resolve downloads the wheels: there is no metadata file for them on this index)."""
+    keyed: Dict[str, List[str]] = {}
+    for case in cases:
+        answer = planner_answer(case)
+        words = pip_request(case, answer)
+        env_name, _, _, python, _ = CASES[case]
+        torch = next((w for w in words if w.startswith("torch")), "torch?")
+        version = ".".join((python or ENVS[env_name]["python"]).split(".")[:2])
+        keyed.setdefault(f"{version} {torch}", []).append(case)
+    return sorted(keyed.values(), key=len, reverse=True)
+
+
+def record_group(cases: Sequence[str]) -> None:
+    for case in cases:
+        result = record(case)
+        (OUT / f"{case}.json").write_text(json.dumps(result, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        pip = result["pip"]
+        print(
+            f"{case}: planner {result['planner']['status']}, pip rc={pip['returncode']} in {pip['seconds']} s, "
+            f"{pip['downloaded_mb']} MB downloaded",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

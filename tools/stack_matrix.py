@@ -243,16 +243,17 @@ STATED_FLOORS = (
         "kind": "requires",
         "owner": "trl",
         "owner_spec": ">=1.0.0",
-        "file": "accelerate-1.10.0 ParallelismConfig (cp_size) first released; accelerate/parallelism_config.py",
+        "file": "accelerate/parallelism_config.py ParallelismConfig.cp_size (first in accelerate-1.10.0, absent "
+        "from 1.9.0)",
     },
     {
         "feature": "context-parallel",
         "subject": "torch",
-        "spec": ">=2.7.0",
+        "spec": ">=2.6.0",
         "kind": "requires",
         "owner": "accelerate",
         "owner_spec": ">=1.10.0",
-        "file": "accelerate-1.15.0 accelerate/utils/constants.py BETA_CP_AVAILABLE_PYTORCH_VERSION",
+        "file": "accelerate-1.10.0 and 1.15.0 accelerate/utils/constants.py BETA_CP_AVAILABLE_PYTORCH_VERSION",
     },
     {
         "feature": "qlora",
@@ -261,8 +262,8 @@ STATED_FLOORS = (
         "kind": "requires",
         "owner": "trl",
         "owner_spec": ">=1.0.0",
-        "file": "FSDP+QLoRA (bnb_4bit_quant_storage): accelerate-0.28.0, transformers-4.39.0, peft-0.10.0, "
-        "bitsandbytes-0.43.0 release notes",
+        "file": "FSDP+QLoRA (bnb_4bit_quant_storage) minimums as the bitsandbytes FSDP-QLoRA guide states them "
+        "(not read from a wheel)",
     },
     {
         "feature": "qlora",
@@ -271,7 +272,7 @@ STATED_FLOORS = (
         "kind": "requires",
         "owner": "trl",
         "owner_spec": ">=1.0.0",
-        "file": "FSDP+QLoRA (bnb_4bit_quant_storage): peft-0.10.0",
+        "file": "FSDP+QLoRA minimum, bitsandbytes FSDP-QLoRA guide (not read from a wheel)",
     },
     {
         "feature": "qlora",
@@ -280,7 +281,7 @@ STATED_FLOORS = (
         "kind": "requires",
         "owner": "trl",
         "owner_spec": ">=1.0.0",
-        "file": "FSDP+QLoRA (bnb_4bit_quant_storage): bitsandbytes-0.43.0",
+        "file": "FSDP+QLoRA minimum (bnb_4bit_quant_storage), bitsandbytes FSDP-QLoRA guide (not read from a wheel)",
     },
 )
 
