@@ -61,7 +61,10 @@ def test_planner_agrees_with_pip(answer: Dict[str, Any]) -> None:
     result = _plan(answer)
     pip = answer["pip"]
     if result["status"] == "impossible":
-        assert pip["returncode"] != 0, f"pip resolved what the planner calls impossible: {pip['resolved']}"
+        if pip["returncode"] == 0:
+            # pip knows only declared ranges: a goal blocked by a floor that lives in source resolves for pip
+            assert any(" needs " in line for line in result["conflicts"]), (result["conflicts"], pip["resolved"])
+            return
         assert pip["resolution_impossible"] or pip["no_matching_distribution"], pip["error"]
         return
     chosen = result["options"][0]["set"]

@@ -104,12 +104,12 @@ ENVS: Dict[str, Dict[str, Any]] = {
         "python": "3.11.9",
         "installed": {
             "trl": "1.8.0",
-            "transformers": "5.10.0",
+            "transformers": "5.10.4",
             "torch": "2.10.0",
             "accelerate": "1.12.0",
             "vllm": "0.19.1",
             "datasets": "4.7.0",
-            "huggingface-hub": "1.3.0",
+            "huggingface-hub": "1.5.0",
         },
     },
     "trl10": {
