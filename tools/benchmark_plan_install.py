@@ -6,7 +6,8 @@
 Each case writes a diagnostic-style report to a temporary folder and times the planner on it (one warm-up run
 first, then ``--runs`` timed runs); the table shows the best and the median. The bar is an answer in under 0.5 s
 (best of
-the runs: a busy machine only adds to the median; CPU seconds are shown beside it). Exit 1 when a case misses it. Nothing is installed.
+the runs: a busy machine only adds to the median; CPU seconds are shown beside it). Exit 1 when a case misses
+it. Nothing is installed.
 """
 
 from __future__ import annotations
