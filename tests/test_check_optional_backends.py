@@ -85,7 +85,8 @@ def test_vllm_inside_range_and_matching_pin_is_ready_with_gpus(tmp_path: Path) -
     colocate = backend(report, "vllm-colocate")
     assert colocate["status"] == "limited"
     assert "vllm requires transformers>=5.10.4,<5.18.0, installed 5.24.0" in colocate["evidence"]
-    assert colocate["next_step"] == 'pip install "transformers>=5.10.4,<5.18.0"'
+    python = report["python"]["executable"]  # the install names the interpreter it is for
+    assert colocate["next_step"] == f'{python} -m pip install "transformers>=5.10.4,<5.18.0"'
     shutil.rmtree(site / "transformers-5.24.0.dist-info")
     add_dist(site, "transformers", "5.17.0", requires=["huggingface-hub<3.0,>=1.31.0"], extras=["kernels"])
     report = run_script(["--json"], [site], tmp=tmp_path).json()
@@ -109,7 +110,9 @@ def test_nested_kernels_extra_is_resolved_through_transformers_metadata(tmp_path
     assert any(f["code"] == "nested_extra_absent" and "hub-kernels" in f["message"] for f in report["findings"])
     hub = backend(report, "hub-kernels")
     assert hub["status"] == "unavailable"
-    assert hub["next_step"] == 'pip install "trl[kernels]"'
+    # trl[kernels] cannot resolve with transformers 5.24.0 (PyPI has no kernels 0.18): the planner moves transformers
+    python = report["python"]["executable"]
+    assert hub["next_step"] == f"{python} -m pip install 'trl[kernels]==1.16.0' transformers==5.22.2"
 
 
 # --- "too old" must never read as "not installed" ---------------------------------------------------------------------
@@ -129,7 +132,8 @@ def test_too_old_liger_is_reported_as_too_old(tmp_path: Path) -> None:
     text = " ".join(liger["evidence"])
     assert "0.5.0" in text and ">=0.8.2" in text
     assert "not installed" not in text
-    assert liger["next_step"] == 'pip install "trl[liger]"'
+    python = report["python"]["executable"]
+    assert liger["next_step"] == f"{python} -m pip install 'trl[liger]==1.16.0' liger-kernel==0.8.2"
     plain = run_script([], [site], tmp=tmp_path).stdout
     liger_line = next(line for line in plain.splitlines() if line.strip().startswith("liger "))
     assert "not installed" not in liger_line and "0.5.0" in liger_line
@@ -341,7 +345,8 @@ def test_next_step_names_the_gate_range_when_trl_extra_would_not_upgrade(tmp_pat
     add_stack(site, torch_cuda="12.8")
     add_dist(site, "bitsandbytes", "0.45.5")
     fake_nvidia_smi(tmp_path / "bin")
-    qlora = backend(run_script(["--json"], [site], tmp=tmp_path).json(), "qlora")
+    report = run_script(["--json"], [site], tmp=tmp_path).json()
+    qlora = backend(report, "qlora")
     assert qlora["status"] == "unavailable"
     assert any("bitsandbytes 0.45.5 is outside transformers 5.24.0's gate >=0.46.1" in e for e in qlora["evidence"])
-    assert qlora["next_step"] == 'pip install "bitsandbytes>=0.46.1"'
+    assert qlora["next_step"] == f'{report["python"]["executable"]} -m pip install "bitsandbytes>=0.46.1"'

@@ -115,7 +115,8 @@ def test_leftover_directory_without_metadata_is_not_a_package(tmp_path: Path) ->
     assert report["packages"]["vllm"]["installed"] is False
     verdict = backend(report, "vllm-colocate")
     assert verdict["status"] == "unavailable"
-    assert verdict["next_step"].startswith(f"remove the folder {site / 'vllm'}, then pip install")
+    python = report["python"]["executable"]
+    assert verdict["next_step"].startswith(f"remove the folder {site / 'vllm'}, then {python} -m pip install")
 
 
 def test_metadata_scan_agrees_with_importlib_metadata() -> None:

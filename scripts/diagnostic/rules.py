@@ -12,6 +12,10 @@ from diagnostic.base import BACKEND_IDS, DIST_TO_ID, first_line, fmt_mib, read_t
 from diagnostic.packages import DistRecord
 
 
+def _quoted(word: str) -> str:
+    return word if re.fullmatch(r"[\w./~+-]+", word) else "'" + word.replace("'", "'\\''") + "'"
+
+
 class Context:
     """Facts the rules read, with small helpers."""
 
@@ -25,10 +29,14 @@ class Context:
         self.probes = report.get("probes") or {}
         imports = self.probes.get("imports") or []
         self.import_results = {r["package"]: r for r in imports}
-        self.installer = "pip install"
         python = report["python"]
+        hint = report.get("interpreter") or {}
+        # Name the interpreter in every install command: the one the interpreter hint suggests (it has torch),
+        # else this one; a bare "pip" may belong to another environment.
+        self.python_cmd = hint.get("suggested_python") or python.get("executable") or "python3"
+        self.installer = f"{_quoted(self.python_cmd)} -m pip install"
         if python["kind"] == "uv" and not python["pip"]:
-            self.installer = "uv pip install"
+            self.installer = f"uv pip install --python {_quoted(self.python_cmd)}"
         config = report["launch"]["accelerate_config"]
         self.distributed_type = config["settings"].get("distributed_type") if config["status"] == "found" else None
 
@@ -114,10 +122,51 @@ class Context:
             reason = f"{result['error_type']}: {reason}"
         return False, f"import {result.get('module', pid)} failed: {reason}"
 
+    def planned_install(self, extra: str) -> Optional[str]:
+        """The install planner's nearest pip line for a TRL extra (scripts/stack), pinned so that it resolves
+        with what is installed; for a goal no release set reaches, the planner command that names the
+        constraint to drop; None when the planner has nothing to add (the caller's fallback applies)."""
+        from stack.judge import EXTRA_GOALS
+
+        goal = EXTRA_GOALS.get(extra)
+        if goal is None or not self.installed("trl"):
+            return None
+        cache = self.__dict__.setdefault("_planned", {})
+        if goal not in cache:
+            cache[goal] = self._plan_install(extra, goal)
+        return cache[goal]
+
+    def _plan_install(self, extra: str, goal: str) -> Optional[str]:
+        from stack.judge import next_step_status
+        from stack.matrix import MatrixError, load
+
+        try:
+            matrix = load()
+        except MatrixError:
+            return None
+        installed = {}
+        for pid, entry in self.packages.items():
+            version = (entry.get("version") or "").split("+", 1)[0]
+            if entry.get("installed") and version:
+                installed[pid] = version
+        status, line = next_step_status(matrix, [goal], installed, self.report["python"]["version"], self.python_cmd)
+        if status == "impossible":
+            script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plan_install.py")
+            return (
+                f"no release of trl[{extra}] resolves with the installed packages; see which one to move: "
+                f"{_quoted(self.python_cmd)} {_quoted(script)} --want {goal}"
+            )
+        if status == "plan" and line and self.installer.startswith("uv pip install"):
+            line = line.replace(f"{_quoted(self.python_cmd)} -m pip install", self.installer, 1)
+        return line
+
     def install(self, *specs: str) -> str:
         return self.installer + " " + " ".join(f'"{s}"' if any(c in s for c in "[]<>=!,") else s for s in specs)
 
     def trl_extra_install(self, extra: str, fallback: str) -> str:
+        planned = self.planned_install(extra)
+        if planned:
+            return planned
         record = self.chosen.get("trl")
         if record is not None and extra in record.provides_extras():
             return self.install(f"trl[{extra}]")

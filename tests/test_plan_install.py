@@ -1,0 +1,107 @@
+"""plan_install.py end to end in a subprocess: text and --json, exit codes, the live environment, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stack_helpers import TRL_116, run, run_json, write_report
+
+
+def test_text_starts_with_the_verdict_and_fits_100_columns(tmp_path: Path) -> None:
+    path = write_report(tmp_path, "3.12.3", {**TRL_116, "vllm": "0.33.0"})
+    code, out, err = run(["--report", str(path), "--want", "vllm-server", "--keep", "transformers==5.24.0"], tmp_path)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("plan_install: 3 option(s); the nearest changes vllm 0.33.0 -> 0.30.0")
+    assert "/env/bin/python -m pip install 'trl[vllm]==1.16.0' vllm==0.30.0 torch==2.13.0" in out
+    assert all(len(line) <= 100 for line in lines)
+    assert not list(Path(tmp_path).rglob("__pycache__"))
+
+
+def test_impossible_goal_exits_1_and_names_the_constraint(tmp_path: Path) -> None:
+    path = write_report(tmp_path, "3.12.3", TRL_116)
+    code, data = run_json(["--report", str(path), "--want", "hub-kernels", "--keep", "transformers==5.24.0"], tmp_path)
+    assert code == 1 and data["status"] == "impossible"
+    assert data["drop"] == ["--keep transformers==5.24.0"]
+
+
+def test_python_flag_for_another_interpreter_names_it(tmp_path: Path) -> None:
+    path = write_report(tmp_path, "3.12.3", TRL_116)
+    code, data = run_json(["--report", str(path), "--want", "peft", "--python", "3.11"], tmp_path)
+    assert code == 0
+    assert data["options"][0]["pip"].startswith("python3.11 -m pip install ")
+
+
+def test_live_environment_reads_metadata_without_imports(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    for name, version in {"trl": "1.16.0", "transformers": "5.24.0", "torch": "2.13.0+cu130"}.items():
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
+    import os
+    import subprocess
+    import sys
+
+    from stack_helpers import SCRIPT
+
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run(
+        [sys.executable, "-S", str(SCRIPT), "--want", "ddp", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(tmp_path),
+        env=env,
+    )
+    data = json.loads(done.stdout)
+    assert data["installed"]["torch"] == "2.13.0" and data["installed"]["trl"] == "1.16.0"
+    assert data["source"] == "live environment"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--want", "warp-drive"], "unknown goal 'warp-drive'"),
+        (["--want", "flash-attn"], "outside the recorded matrix"),
+        ([], "name at least one goal"),
+        (["--want", "ddp", "--keep", "notapkg==1"], "not in the stack matrix"),
+        (["--want", "ddp", "--keep", "torch==$(rm -rf /)"], "is not a version specifier"),
+        (["--want", "ddp", "--python", "2.7"], "--python '2.7'"),
+        (["--want", "ddp", "--cuda", "banana"], "--cuda 'banana'"),
+        (["--want", "ddp", "--options", "0"], "--options 0"),
+        (["--want", "ddp", "--report", "/dev/zero"], "--report /dev/zero"),
+        (["--want", "ddp", "--report", "missing.json"], "--report missing.json"),
+    ],
+)
+def test_bad_input_exits_2_without_a_traceback(tmp_path: Path, args: list, message: str) -> None:
+    code, out, err = run(args, tmp_path)
+    assert code == 2 and out == ""
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"tool": "other"}',
+        "[1, 2]",
+        "{not json",
+        '{"tool": "check_optional_backends", "python": {}, "packages": {}}',
+        '{"tool": "check_optional_backends", "python": {"version": "3.12"}, "packages": {"trl": "x"}}',
+    ],
+)
+def test_a_report_that_is_not_a_diagnostic_report_exits_2(tmp_path: Path, content: str) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(content)
+    code, out, err = run(["--report", str(path), "--want", "ddp"], tmp_path)
+    assert code in (0, 2) and "Traceback" not in err
+    if code == 0:
+        assert out.startswith("plan_install:")
+
+
+def test_hostile_versions_in_a_report_are_ignored_not_echoed(tmp_path: Path) -> None:
+    path = write_report(tmp_path, "3.12.3", {**TRL_116, "vllm": "\x1b[31m0.1;rm -rf ~"})
+    code, out, _err = run(["--report", str(path), "--want", "ddp"], tmp_path)
+    assert code == 0 and "\x1b" not in out and "rm -rf" not in out

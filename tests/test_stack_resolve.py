@@ -1,0 +1,130 @@
+"""The install planner's search and judgement, in process, on the recorded matrix: the issue's cases."""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Sequence, Tuple
+
+from stack import judge
+from stack.inputs import Keep, PlanRequest, parse_keeps
+from stack.matrix import load
+from stack_helpers import TRL_10, TRL_18, TRL_116, pins
+
+MATRIX = load()
+
+
+def _plan(
+    wants: Sequence[str],
+    installed: Dict[str, str],
+    python: str,
+    keeps: Sequence[str] = (),
+    cuda: Optional[str] = None,
+    python_given: bool = False,
+) -> dict:
+    parsed: Tuple[Keep, ...] = parse_keeps(list(keeps), MATRIX.names())
+    request = PlanRequest(
+        tuple(wants), parsed, python, python_given, cuda, dict(installed), "./.venv/bin/python", "test", True, 3
+    )
+    return judge.plan(request, MATRIX)
+
+
+def test_transformers_524_kept_with_vllm_under_trl_116() -> None:
+    result = _plan(["vllm-server"], {**TRL_116, "vllm": "0.33.0"}, "3.12.3", ["transformers==5.24.0"])
+    first = result["options"][0]
+    assert first["set"]["vllm"] == "0.30.0" and first["set"]["torch"] == "2.13.0"
+    assert first["set"]["transformers"] == "5.24.0"
+    assert pins(first["pip"]) == ["trl[vllm]==1.16.0", "vllm==0.30.0", "torch==2.13.0"]
+    assert first["pip"].startswith("./.venv/bin/python -m pip install ")
+    assert any("vllm 0.33.0 cannot stay" in line and "<=0.31.0" in line for line in first["why_not_nearer"])
+
+
+def test_trainer_and_server_images_each_get_their_own_torch() -> None:
+    trainer = _plan(["vllm-server"], TRL_116, "3.12.3", ["vllm==0.27.1"])["options"][0]
+    server = _plan(["vllm-server"], TRL_116, "3.12.3", ["vllm==0.31.0"])["options"][0]
+    assert trainer["set"]["torch"] == "2.13.0" and trainer["set"]["vllm"] == "0.27.1"
+    assert server["set"]["vllm"] == "0.31.0"
+    assert server["set"]["transformers"] != "5.24.0"  # 0.31.0 caps transformers below 5.18
+    assert any("transformers 5.24.0 cannot stay" in line for line in server["why_not_nearer"])
+
+
+def test_async_grpo_on_trl_18_with_vllm_0191_moves_vllm_to_the_weight_transfer_floor() -> None:
+    result = _plan(["async-grpo"], TRL_18, "3.11.9", ["trl==1.8.0"])
+    first = result["options"][0]
+    assert first["set"]["vllm"] == "0.22.0" and first["set"]["trl"] == "1.8.0"
+    assert any(f["feature"] == "async-grpo" and f["spec"] == ">=0.22.0" for f in first["floors"])
+    assert any("weight_transfer" in line for line in result["as_installed"])
+
+
+def test_hub_kernels_with_transformers_524_is_impossible_and_names_the_keep() -> None:
+    result = _plan(["hub-kernels"], TRL_116, "3.12.3", ["transformers==5.24.0"])
+    assert result["status"] == "impossible" and judge.exit_code(result) == 1
+    assert result["drop"] == ["--keep transformers==5.24.0"]
+    assert any("no kernels release fits" in c and "0.18.2" in c for c in result["conflicts"])
+
+
+def test_hub_kernels_without_the_keep_moves_transformers_to_a_range_pypi_has() -> None:
+    first = _plan(["hub-kernels"], TRL_116, "3.12.3")["options"][0]
+    assert first["set"]["transformers"] != "5.24.0"
+    kernels = next(c for c in first["changes"] if c["package"] == "kernels")
+    assert kernels["to"] and not kernels["to"].startswith("0.18")
+
+
+def test_qlora_fsdp_on_an_older_stack_adds_peft_and_bitsandbytes_above_the_floors() -> None:
+    result = _plan(["qlora", "fsdp2"], TRL_10, "3.10.12")
+    first = result["options"][0]
+    assert first["set"]["trl"] == "1.0.0"  # moving TRL ranks after adding libraries
+    assert {"peft", "bitsandbytes"} <= set(first["set"])
+    features = {f["feature"] for f in first["floors"]}
+    assert {"fsdp2", "qlora"} <= features
+
+
+def test_python_constraint_rules_out_releases_and_names_the_flag() -> None:
+    result = _plan(["vllm-server"], {}, "3.9", ["trl==1.16.0"], python_given=True)
+    assert result["status"] == "impossible"
+    assert any("needs Python" in p["reason"] for p in result["problems"])
+    assert any(d.startswith("--python 3.9") for d in result["drop"])
+
+
+def test_cuda_12_keeps_vllm_and_torch_on_cuda_12_wheels() -> None:
+    result = _plan(
+        ["vllm-server"],
+        {
+            "trl": "1.14.0",
+            "transformers": "5.5.3",
+            "torch": "2.10.0",
+            "accelerate": "1.12.0",
+            "datasets": "4.7.0",
+            "huggingface-hub": "1.3.0",
+        },
+        "3.11.9",
+        cuda="12",
+    )
+    for option in result["options"]:
+        assert all(v.startswith("12") for v in option["cuda"].values() if v), option
+
+
+def test_satisfied_goal_prints_no_pip_line() -> None:
+    result = _plan(["ddp"], TRL_116, "3.12.3")
+    assert result["status"] == "satisfied" and result["options"][0]["pip"] is None
+
+
+def test_next_step_helper_returns_the_first_pip_line() -> None:
+    line = judge.next_step(MATRIX, ["peft"], TRL_116, "3.12.3", "./.venv/bin/python")
+    assert line is not None and line.startswith("./.venv/bin/python -m pip install ")
+    assert "trl[peft]==1.16.0" in pins(line)
+    assert judge.next_step(MATRIX, ["ddp"], TRL_116, "3.12.3", "python3") is None
+
+
+def test_fast_specifier_path_agrees_with_the_shared_helper_on_every_recorded_pair() -> None:
+    from common import versions
+    from stack import resolve
+    from stack.matrix import parse_lines
+
+    checked = 0
+    for releases in MATRIX.releases.values():
+        for release in releases:
+            for req in parse_lines(release.requires):
+                for candidate in MATRIX.releases.get(req.key, [])[::3]:
+                    fast = resolve._contains(req.specifier, candidate.version, {})
+                    assert fast == (versions.specifier_contains(req.specifier, candidate.version) is not False)
+                    checked += 1
+    assert checked > 1000
