@@ -211,7 +211,8 @@ def variant_for(entry: Dict[str, Any], quote: Optional[Dict[str, Any]], releases
                 scope_text(ranges),
                 f"written for {scope_text(ranges)}; on {mine} read the row of {RELEASE_HISTORY} for your release",
             )
-    return Verdict("holds", scope_text(scopes[0]) if scopes else "", "")
+    written = entry.get("window") or (scopes[0] if scopes else [])
+    return Verdict("holds", scope_text(written), "")
 
 
 _SAFE_FRAGMENT = re.compile(r"[A-Za-z][A-Za-z ,.:;()/_'-]{11,}")
@@ -226,7 +227,10 @@ def grep_command(text: str) -> str:
     runs = [run for run in runs if len(run) >= 12]
     if not runs:
         return ""
-    return f'grep -rn -F "{max(runs, key=len)[:48].strip()}" troubleshooting/'
+    best = max(runs, key=len)
+    if len(best) > 48:
+        best = best[:48].rsplit(" ", 1)[0]
+    return f'grep -rn -F "{best.strip(" ,.:;")}" troubleshooting/'
 
 
 def next_command(entry: Optional[Dict[str, Any]], root_text: str) -> str:
@@ -235,10 +239,10 @@ def next_command(entry: Optional[Dict[str, Any]], root_text: str) -> str:
     commands = [str(c) for c in (entry or {}).get("commands", [])]
     if not commands:
         return "python3 scripts/check_optional_backends.py"
-    command = next((c for c in commands if "…" not in c), commands[0])
-    url = re.search(r"https?://([A-Za-z0-9.\-\[\]:]+?)(?::(\d+))?(?=[/\s,.'\"]|$)", root_text)
+    command = commands[0]
+    url = re.search(r"https?://(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9][A-Za-z0-9.\-]*)", root_text)
     if url:
-        host = url.group(1)
+        host = url.group(1).rstrip(".")
         for placeholder in ("<server-ip>", "<server>", "<replica>"):
             command = command.replace(placeholder, host)
     return command

@@ -114,7 +114,7 @@ def build_report(
         report["torchelastic_root"] = {
             "rank": record.rank,
             "host": record.host,
-            "exitcode": record.exitcode,
+            "exitcode": record.exitcode.split(" (")[0],
             "time": record.time,
             "file": sources[record.source].label,
             "line": record.line,
@@ -158,10 +158,25 @@ def build_report(
             }
             report["variant"] = {"status": verdict.status, "label": verdict.label, "text": verdict.text}
         report["next"] = next_command(entry, root.text)
-    report["echoes"] = [_group_summary(g, sources, index, matched) for g in choice.echoes]
+    report["echoes"] = _by_kind([_group_summary(g, sources, index, matched) for g in choice.echoes])
     report["other_failures"] = [_group_summary(g, sources, index, matched) for g in choice.failures]
     report["notes"] = [_group_summary(g, sources, index, matched) for g in choice.notes]
     return report
+
+
+def _by_kind(summaries: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Echoes merged by kind (all watchdog timeouts together): counts added, ranks joined, the first one's text."""
+    merged: Dict[str, Dict[str, Any]] = {}
+    for summary in summaries:
+        kind = summary["kind"]
+        if kind not in merged:
+            merged[kind] = dict(summary, ranks=list(summary["ranks"]), messages=1)
+            continue
+        target = merged[kind]
+        target["count"] += summary["count"]
+        target["ranks"] = sorted(set(target["ranks"]) | set(summary["ranks"]))
+        target["messages"] += 1
+    return list(merged.values())
 
 
 # ---- text ---------------------------------------------------------------------------------------------------------
@@ -245,7 +260,7 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
             lines.append(f"  {item['line']:>7}  {clip(item['text'], 88)}")
     if report["next"]:
         template = "<" in report["next"] or "…" in report["next"]
-        lines.append(f"next{' (template: fill in the <…> parts)' if template else ''}: {report['next']}")
+        lines.append(f"next{' (template: fill in the <…> and … parts)' if template else ''}: {report['next']}")
     if entry and entry["verify"] and not entry.get("commands"):
         lines.append(f"  verify: {clip(entry['verify'], 200)}")
     if root is not None and not entry:
