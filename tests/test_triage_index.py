@@ -25,7 +25,7 @@ def built() -> dict:
 
 def test_committed_index_is_current(built: dict) -> None:
     current = triage_index.DEFAULT_OUTPUT.read_text(encoding="utf-8")
-    assert triage_index.render(built) == current, "scripts/triage/index.json is stale: run python3 tools/triage_index.py"
+    assert triage_index.render(built) == current, "scripts/triage/index.json is stale: run tools/triage_index.py"
 
 
 def test_every_blockquoted_message_of_the_troubleshooting_text_is_in_the_index(built: dict) -> None:
@@ -40,9 +40,9 @@ def test_every_blockquoted_message_of_the_troubleshooting_text_is_in_the_index(b
                 in_fence = not in_fence
             if line.startswith("#"):
                 versions = line.lstrip("# ").startswith("Versions")
-            if not in_fence and not versions and re.match(r"^>\s*`", line) and len(line) > 24:
-                if (rel, number) not in indexed:
-                    missing.append(f"{rel}:{number}")
+            quoted = not in_fence and not versions and re.match(r"^>\s*`", line) and len(line) > 24
+            if quoted and (rel, number) not in indexed:
+                missing.append(f"{rel}:{number}")
     assert not missing, missing
 
 
@@ -63,7 +63,7 @@ def test_entries_carry_scopes_variants_and_commands(built: dict) -> None:
     entries = {(e["file"], e["heading"]): e for e in built["entries"]}
     dev = entries[("troubleshooting/vllm.md", "Server lacks dev mode")]
     assert dev["window"] == [["trl", "1.11", "1.16"], ["vllm", "0.19", "0.31"]]
-    assert [q["scope"] for q in dev["quotes"] if not q["prose"]][0] == [["trl", "1.16", "1.16"]]
+    assert next(q["scope"] for q in dev["quotes"] if not q["prose"]) == [["trl", "1.16", "1.16"]]
     assert dev["variants"][0]["scope"] == [["trl", "1.11", "1.15"]]
     prose = [q for q in dev["quotes"] if q["prose"]]
     assert prose and prose[0]["text"].startswith("Request failed: 404")

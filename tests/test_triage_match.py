@@ -28,7 +28,7 @@ def test_every_quoted_message_is_recognised_as_its_own_entry(index: match.Index)
             best = [m for m in found if m.message.kind == "entry"]
             texts = {index.entries[m.message.ref]["quotes"][m.message.quote]["text"] for m in best[:1]}
             same = [m for m in best if m.score == best[0].score] if best else []
-            if not best or not any(m.message.ref == e for m in same) and quote["text"] not in texts:
+            if not best or (not any(m.message.ref == e for m in same) and quote["text"] not in texts):
                 wrong.append(f"{entry['file']}:{quote['line']}: {quote['text'][:60]}")
     assert not wrong, wrong
 

@@ -18,7 +18,8 @@ MAX_LINES_PER_GROUP = 8  # occurrences kept per group (first ones, for the repor
 
 # Kinds, in the order a root is looked for.
 FATAL, ERROR, ECHO, WARNING, OTHER = "fatal", "error", "echo", "warning", "other"
-_GENERIC_ERROR = patterns.FAILURE_PATTERNS[3]
+_GENERIC_ERROR = patterns.FAILURE_PATTERNS[3]  # an ERROR-level log line: a failure only when nothing else is
+_SPECIFIC = tuple(p for p in patterns.FAILURE_PATTERNS if p is not _GENERIC_ERROR)
 
 
 class Occurrence(NamedTuple):
@@ -82,9 +83,9 @@ def kind_of(text: str) -> Tuple[str, Optional[str]]:
     echo = patterns.echo_kind(text)
     if echo is not None:
         return ECHO, echo
-    if patterns.is_failure(text):
-        if patterns.EXCEPTION_LINE.match(text) or not _GENERIC_ERROR.search(text):
-            return FATAL, None
+    if patterns.EXCEPTION_LINE.match(text) or any(p.search(text) for p in _SPECIFIC):
+        return FATAL, None
+    if _GENERIC_ERROR.search(text):
         return ERROR, None
     if patterns.WARNING_PATTERN.search(text):
         return WARNING, None
@@ -225,8 +226,9 @@ class Choice(NamedTuple):
 
 
 def choose_root(findings: Findings, known: Set[str], n_sources: int) -> Choice:
-    """The first failure in time. A fatal failure (an exception, OOM, a kill) or a line that an entry of the index
-    quotes comes first; a generic ERROR line only when there is none; an echo only when nothing else failed.
+    """The first failure in time. A fatal failure (an exception, OOM, a kill, or an ERROR line an entry quotes) comes
+    first; a generic ERROR line only when there is none; then a warning an entry quotes; an echo only when nothing
+    else failed.
     ``known`` holds the shapes that an entry recognised."""
     source_order = list(range(n_sources))
     groups = list(findings.groups.values())
@@ -236,11 +238,11 @@ def choose_root(findings: Findings, known: Set[str], n_sources: int) -> Choice:
     def key(group: Group) -> Tuple[float, int, int]:
         return order_key(group, source_order)
 
-    fatal = sorted((g for g in groups if g.kind == FATAL or (g.shape in known and g.kind != ECHO)), key=key)
+    fatal = sorted((g for g in groups if g.kind == FATAL or (g.shape in known and g.kind == ERROR)), key=key)
     errors = sorted((g for g in groups if g.kind == ERROR and g.shape not in known), key=key)
     echoes = sorted((g for g in groups if g.kind == ECHO), key=key)
     notes = sorted((g for g in groups if g.kind in (WARNING, OTHER) and g.shape in known), key=key)
-    tiers = [t for t in (_prefer_elastic(fatal, findings), errors, echoes) if t]
+    tiers = [t for t in (_prefer_elastic(fatal, findings), errors, notes, echoes) if t]
     root = tiers[0][0] if tiers else None
     failures = [g for g in fatal + errors if g is not root]
     return Choice(root, failures, [g for g in echoes if g is not root], [g for g in notes if g is not root], order)

@@ -136,6 +136,7 @@ FAILURE_PATTERNS: Tuple[re.Pattern[str], ...] = tuple(
         r"^\s*(?:ERROR|CRITICAL|FATAL)\b|\b(?:ERROR|CRITICAL)\s+\d{2}-\d{2} |\[(?:ERROR|CRITICAL)[\]|]",
         r"\bKilled\b|exitcode\s*:\s*-9|SIGKILL",
         r"CUDA error:|device-side assert|illegal memory access",
+        r"\b[A-Z]\w*(?:Error|Exception): ",  # an exception logged after a prefix
     )
 )
 WARNING_PATTERN = re.compile(r"Warning\b|\bWARN(?:ING)?\b|\bwarn\(")
