@@ -209,7 +209,7 @@ def variant_for(entry: Dict[str, Any], quote: Optional[Dict[str, Any]], releases
             return Verdict(
                 "outside",
                 scope_text(ranges),
-                f"written for {scope_text(ranges)}; on {mine} read the row of {RELEASE_HISTORY} for your release",
+                f"written for {scope_text(ranges)}, not {mine}: read {RELEASE_HISTORY}, the rows for your release",
             )
     written = entry.get("window") or (scopes[0] if scopes else [])
     return Verdict("holds", scope_text(written), "")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional, Sequence
 
-from common.output import clip, fit_width
+from common.output import WIDTH, clip, fit_width
 from triage import patterns
 from triage.find import Choice, Findings, Group
 from triage.match import RELEASE_HISTORY, Index, Match, Verdict, grep_command, next_command, variant_for
@@ -260,12 +261,15 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
             lines.append(f"  {item['line']:>7}  {clip(item['text'], 88)}")
     if report["next"]:
         template = "<" in report["next"] or "…" in report["next"]
-        lines.append(f"next{' (template: fill in the <…> and … parts)' if template else ''}: {report['next']}")
+        lines.append(f"next{' (a template: fill in the <…> and … parts)' if template else ''}:")
+        lines.extend(command_lines(report["next"]))
     if entry and entry["verify"] and not entry.get("commands"):
         lines.append(f"  verify: {clip(entry['verify'], 200)}")
     if root is not None and not entry:
         grep = grep_command(root["text"])
-        lines.append("  (the installed releases), then " + (f"`{grep}`" if grep else f"read {RELEASE_HISTORY}"))
+        lines.append("  (it reads the installed releases), then " + ("search the index:" if grep else RELEASE_HISTORY))
+        if grep:
+            lines.extend(command_lines(grep))
     _listed(lines, "echoes (caused by the failure, not its cause)", report["echoes"], verbose)
     _listed(lines, "later failures", report["other_failures"], verbose)
     _listed(lines, "known messages before or around it", report["notes"], verbose)
@@ -288,7 +292,32 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
     for source in report["sources"]:
         if source["truncated"]:
             lines.append(f"  {source['file']}: read the first {source['bytes']:,} bytes only (raise --max-mib)")
-    return fit_width("\n".join(lines)) + "\n"
+    return "\n".join(line if isinstance(line, CommandLine) else fit_width(line) for line in lines) + "\n"
+
+
+COMMAND_INDENT = "    "
+
+
+class CommandLine(str):
+    """A line of a command: never re-wrapped (it is already cut at word boundaries with continuations)."""
+
+
+_WORDS = re.compile(r"(?:<[^<>]*>|[^\s<]+)+")
+
+
+def command_lines(command: str, width: int = WIDTH) -> List[str]:
+    """A command on lines of its own, never wrapped inside a word: continued with `` \\`` so it pastes."""
+    words = _WORDS.findall(command)
+    lines: List[str] = []
+    current = COMMAND_INDENT
+    for word in words:
+        if current.strip() and len(current) + 1 + len(word) + 2 > width:
+            lines.append(CommandLine(current + " \\"))
+            current = COMMAND_INDENT + "    " + word
+        else:
+            current = current + ("" if current == COMMAND_INDENT else " ") + word
+    lines.append(CommandLine(current))
+    return lines
 
 
 def _listed(lines: List[str], title: str, groups: List[Dict[str, Any]], verbose: bool) -> None:
