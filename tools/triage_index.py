@@ -189,6 +189,19 @@ def parse_file(path: Path, root: Path) -> List[Dict[str, Any]]:
                     current.quotes.append(
                         {"text": message, "fragments": pieces, "scope": ranges, "line": number, "prose": True}
                     )
+        for number, row in body:
+            if row.startswith("- ") and _FIELD_RE.match(row[2:]):
+                continue  # fields and variants, read above
+            for span in _SPAN_RE.finditer(row):
+                message = span.group(2).strip()
+                pieces = fragments(message, re.compile("…"))
+                if not _is_prose_message(message) or _literal_chars(pieces) < MIN_LITERAL:
+                    continue
+                if any(q["text"] == message for q in current.quotes):
+                    continue
+                current.quotes.append(
+                    {"text": message, "fragments": pieces, "scope": _scope_ranges(row), "line": number, "prose": True}
+                )
         if current.quotes:
             entries.append(current)
 

@@ -57,7 +57,9 @@ class Index:
         frequency: Dict[str, int] = {}
         words_of: List[List[str]] = []
         for message in self.messages:
-            words = sorted(set(_WORD.findall(" ".join(message.fragments))))
+            # The first fragment must match whole (only the last one reached may match by a prefix): its words.
+            words = next((w for w in (_WORD.findall(f) for f in message.fragments) if w), [])
+            words = sorted(set(words))
             words_of.append(words)
             for word in words:
                 frequency[word] = frequency.get(word, 0) + 1
@@ -111,23 +113,43 @@ class Index:
                     continue
                 seen.add(number)
                 message = self.messages[number]
-                if _holds(line, message.fragments):
-                    found.append(Match(message, message.literal))
-        found.sort(key=lambda m: (-m.score, m.message.kind != "entry", self._summary_file(m.message), m.message.ref))
+                score = matched_chars(line, message.fragments)
+                if score >= message.literal or (score >= MIN_PARTIAL and score * 2 >= message.literal):
+                    found.append(Match(message, score))
+        found.sort(key=lambda m: (-m.score, m.message.kind != "entry", self._secondary(m.message), m.message.ref))
         return found
 
-    def _summary_file(self, message: Message) -> bool:
-        return message.kind == "entry" and self.entries[message.ref]["file"].endswith("/SKILL.md")
+    def _secondary(self, message: Message) -> Tuple[bool, bool]:
+        """Ties go to a blockquoted message before one quoted in prose, and to a topic file before SKILL.md."""
+        if message.kind != "entry":
+            return (True, True)
+        entry = self.entries[message.ref]
+        return bool(entry["quotes"][message.quote].get("prose")), entry["file"].endswith("/SKILL.md")
 
 
-def _holds(line: str, fragments: Sequence[str]) -> bool:
+MIN_PARTIAL = 30
+
+
+def matched_chars(line: str, fragments: Sequence[str]) -> int:
+    """Literal characters of ``fragments`` that ``line`` holds in order. Every fragment must be found whole except
+    the last one reached, which may match by a prefix cut at a word boundary (a release that words the end of a
+    message differently, or a line cut short); the fragments after it then count nothing."""
     at = 0
+    score = 0
     for fragment in fragments:
         found = line.find(fragment, at)
-        if found < 0:
-            return False
-        at = found + len(fragment)
-    return True
+        if found >= 0:
+            score += len(fragment)
+            at = found + len(fragment)
+            continue
+        words = fragment.split(" ")
+        for size in range(len(words) - 1, 2, -1):
+            prefix = " ".join(words[:size])
+            found = line.find(prefix, at)
+            if found >= 0:
+                return score + len(prefix)
+        return score
+    return score
 
 
 def load_index(path: Optional[str] = None) -> Index:
