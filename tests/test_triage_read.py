@@ -75,3 +75,11 @@ def test_a_fifo_or_directory_is_refused(tmp_path: Path) -> None:
     for bad in (fifo, tmp_path, tmp_path / "missing.log"):
         with pytest.raises(read.InputError):
             read.check_sources(read.make_sources([str(bad)]))
+
+
+def test_the_scanner_finds_every_token_capital_or_not() -> None:
+    scanner = read.scanner([b"Traceback", b"The adapter", b"The vLLM", b"Err", b"Error", b"failed", b"timed out"])
+    text = b"x Error y\nThe vLLM z\nnothing\nit failed\nThe adapter\nTraceback\nok timed out failed\n"
+    lines = {text.count(b"\n", 0, at) + 1 for at in scanner.positions(text, 0, len(text))}
+    assert lines == {1, 2, 4, 5, 6, 7}
+    assert scanner.single == [b"timed out", b"failed"]

@@ -100,6 +100,8 @@ def _is_prose_message(span: str) -> bool:
     words = _WORDS_RE.findall(span)
     return (
         len(words) >= 3
+        and span[:1].isalpha()
+        and not re.match(r"^(?:GET|POST|PUT|DELETE) /", span)
         and span.count(" ") >= 2
         and len(span) >= 15
         and not _COMMAND_START.match(span)

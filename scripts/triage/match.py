@@ -79,25 +79,26 @@ class Index:
         """Tokens for the reader: for each quoted message that holds none of the generic scan tokens, a piece of it
         that starts with a capital letter (cheap to search, see ``patterns.SCAN_TOKENS``), preferring a first letter
         the tokens already use; so a line carrying the message is read even when it looks like nothing else."""
-        generic = [token.decode() for token in patterns.SCAN_TOKENS]
         tokens = list(patterns.SCAN_TOKENS)
+        chosen = [token.decode() for token in tokens]
         firsts = {token[:1] for token in tokens}
         for message in self.messages:
             if message.kind != "entry":
                 continue
             text = " ".join(message.fragments)
-            if any(token in text for token in generic):
+            if any(token in text for token in chosen):
                 continue
             pieces = [
-                fragment[i : i + 12]
+                fragment[i : i + 10]
                 for fragment in message.fragments
                 for i in range(len(fragment))
-                if fragment[i].isupper() and len(fragment) - i >= 6
+                if fragment[i].isupper() and len(fragment) - i >= 6 and (i == 0 or not fragment[i - 1].isalnum())
             ]
             known = [piece for piece in pieces if piece[:1].encode() in firsts]
             piece = (known or pieces or [max(message.fragments, key=len)[:24]])[0]
             token = piece.encode("utf-8")
             tokens.append(token)
+            chosen.append(piece)
             firsts.add(token[:1])
         return tokens
 
