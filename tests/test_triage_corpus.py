@@ -10,9 +10,9 @@ from typing import Any, Dict, List
 import pytest
 
 from triage import match
-from triage.cli import triage
 from triage.inputs import Request
 from triage_helpers import interleave, watchdog
+from triage_log import triage
 
 CORPUS = Path(__file__).parent / "fixtures" / "failure_reports"
 

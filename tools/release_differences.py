@@ -75,9 +75,9 @@ def build_table(root: Path = REPO_ROOT) -> Dict[str, object]:
     statements: Dict[Tuple[str, str, str, str], Dict[str, object]] = {}
     cli_flags = {p: _cli_flags(checker.facts, p, baseline[p]) for p in ("trl", "vllm")}
     for rel, item in checker.resolved:
-        if item.kind == "flag" and item.identifier in cli_flags[_other(item.package)]:
-            if item.identifier not in cli_flags[item.package]:
-                continue  # the other package's flag (a `vllm serve` flag is judged by the installed vLLM)
+        other = cli_flags[_other(item.package)]
+        if item.kind == "flag" and item.identifier in other and item.identifier not in cli_flags[item.package]:
+            continue  # the other package's flag (a `vllm serve` flag is judged by the installed vLLM)
         if base_index[item.package] is None or base_index[item.package] not in item.scope:
             continue  # stated for other releases only (an inline scope that excludes the baseline)
         if not item.mask >> base_index[item.package] & 1:

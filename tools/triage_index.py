@@ -70,6 +70,12 @@ def fragments(text: str, wildcard: re.Pattern[str]) -> List[str]:
     return pieces
 
 
+def values(text: str) -> List[str]:
+    """The example values a quote shows (``300000ms``, ``51216``): a line holding them matches it more closely."""
+    found = [token.strip(" ,;:()[]'\".") for token in _VARIABLE_RE.findall(text)]
+    return sorted({token for token in found if len(token) >= 3})
+
+
 def _literal_chars(pieces: Sequence[str]) -> int:
     return sum(len(piece) for piece in pieces)
 
@@ -238,7 +244,14 @@ def parse_file(path: Path, root: Path) -> List[Dict[str, Any]]:
                 pieces = fragments(message, re.compile("…"))
                 if _literal_chars(pieces) >= MIN_LITERAL:
                     current.quotes.append(
-                        {"text": message, "fragments": pieces, "scope": scope, "line": number, "prose": False}
+                        {
+                            "text": message,
+                            "fragments": pieces,
+                            "values": values(message),
+                            "scope": scope,
+                            "line": number,
+                            "prose": False,
+                        }
                     )
             pending_scope = []
             continue

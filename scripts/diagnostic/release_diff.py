@@ -269,7 +269,7 @@ def render_lines(section: Optional[Dict[str, Any]], verbose: bool = False, limit
                 blocks.append(_group_lines(group, f"{label} {entry['installed']}", "" if blocks else group["topic"]))
             body = _fit_topics(per_topic, None if verbose else budget - 1)
         if entry["status"] == "unverified" and not verbose and len(body) > budget - 1:
-            body = body[: budget - 2] + [f"    … {len(body) - budget + 2} more line(s): --verbose lists them all"]
+            body = [*body[: budget - 2], f"    … {len(body) - budget + 2} more line(s): --verbose lists them all"]
         lines.extend(body)
     return lines
 

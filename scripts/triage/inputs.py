@@ -1,13 +1,12 @@
-"""The triage's one typed request, built from the parsed flags; nothing below this module sees argparse.
+"""The triage's one typed request, built from the command's flag values (never from a parsed Namespace).
 
 Releases come, in this order, from ``--trl``/``--vllm``, from a diagnostic report (``--report``, the JSON of
 ``check_optional_backends.py --json``), then from what the log prints."""
 
 from __future__ import annotations
 
-import argparse
 import re
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from common.read import InputError, read_text
 from common.values import InvalidValue, load_json, short
@@ -61,22 +60,30 @@ def report_releases(path: str) -> Dict[str, str]:
     return found
 
 
-def build_request(args: argparse.Namespace) -> Request:
-    paths: List[str] = list(args.logs or ["-"])
+def build_request(
+    logs: Sequence[str],
+    trl: Optional[str],
+    vllm: Optional[str],
+    report: Optional[str],
+    max_mib: int,
+    json: bool,
+    verbose: bool,
+) -> Request:
+    """The request from the command's values; raises :class:`TriageInputError` for a bad one."""
+    paths: List[str] = list(logs or ["-"])
     if len(paths) > MAX_SOURCES:
         raise TriageInputError(f"at most {MAX_SOURCES} log files per run, not {len(paths)}")
     if paths.count("-") > 1:
         raise TriageInputError("standard input ('-') can be named once")
     releases: Dict[str, str] = {}
     origin: Dict[str, str] = {}
-    if args.report:
-        for package, version in report_releases(args.report).items():
+    if report:
+        for package, version in report_releases(report).items():
             releases[package], origin[package] = version, "--report"
-    for package, flag in (("trl", "--trl"), ("vllm", "--vllm")):
-        version = _version(getattr(args, package), flag)
+    for package, value, flag in (("trl", trl, "--trl"), ("vllm", vllm, "--vllm")):
+        version = _version(value, flag)
         if version:
             releases[package], origin[package] = version, flag
-    mib = args.max_mib
-    if not isinstance(mib, int) or not 1 <= mib <= MAX_MIB:
+    if not isinstance(max_mib, int) or not 1 <= max_mib <= MAX_MIB:
         raise TriageInputError(f"--max-mib must be between 1 and {MAX_MIB}")
-    return Request(tuple(paths), releases, origin, bool(args.json), bool(args.verbose), mib * 1024 * 1024)
+    return Request(tuple(paths), releases, origin, bool(json), bool(verbose), max_mib * 1024 * 1024)

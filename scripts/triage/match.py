@@ -40,6 +40,7 @@ class Message(NamedTuple):
 class Match(NamedTuple):
     message: Message
     score: int  # literal characters matched
+    values: int = 0  # example values of the quote that the line holds too (the port, the timeout)
 
 
 class Index:
@@ -116,9 +117,17 @@ class Index:
                 message = self.messages[number]
                 score = matched_chars(line, message.fragments)
                 if score >= message.literal or (score >= MIN_PARTIAL and score * 2 >= message.literal):
-                    found.append(Match(message, score))
-        found.sort(key=lambda m: (-m.score, m.message.kind != "entry", self._secondary(m.message), m.message.ref))
+                    found.append(Match(message, score, self._values_in(message, line)))
+        found.sort(
+            key=lambda m: (-m.score, m.message.kind != "entry", -m.values, self._secondary(m.message), m.message.ref)
+        )
         return found
+
+    def _values_in(self, message: Message, line: str) -> int:
+        if message.kind != "entry":
+            return 0
+        quote = self.entries[message.ref]["quotes"][message.quote]
+        return sum(1 for value in quote.get("values", ()) if value in line)
 
     def _secondary(self, message: Message) -> Tuple[bool, bool]:
         """Ties go to a blockquoted message before one quoted in prose, and to a topic file before SKILL.md."""
