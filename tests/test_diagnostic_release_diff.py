@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -79,9 +80,12 @@ def test_an_older_trl_lists_the_server_protocol_asyncgrpo_and_liger_differences(
     assert text.returncode == 0, text.stderr
     section = text.stdout.split("release differences", 1)[1].split("\naccelerators:", 1)[0]
     assert f"TRL {version}" in section
-    assert "does not expose its development endpoints" in section  # the server protocol (dev-mode server, 1.16)
-    assert "async-grpo" in section or "asyncgrpo" in section  # AsyncGRPO adapter-only sync (1.14+)
-    assert "use_liger_kernel" in section  # the Liger deprecation (1.15+)
+    assert "server mode:" in section and "AsyncGRPO:" in section and "kernels:" in section
+    assert len(section.strip().splitlines()) <= 21 and all(len(line) <= 100 for line in section.splitlines())
+    verbose = run_script(["--verbose"], [site], tmp=tmp_path).stdout.split("release differences", 1)[1]
+    assert "does not expose its development endpoints" in verbose  # the server protocol (dev-mode server, 1.16)
+    assert "use_liger_kernel" in verbose  # the Liger deprecation (1.15+)
+    assert "(row TRL 1.14)" in verbose  # AsyncGRPO adapter-only sync
     data = run_script(["--json"], [site], tmp=tmp_path).json()
     assert schema_errors(data, json.loads(SCHEMA.read_text(encoding="utf-8"))) == []
     (entry,) = data["release_differences"]["packages"]
@@ -166,7 +170,7 @@ def test_a_vllm_minor_past_the_index_is_read_against_the_nearest_older_list() ->
     (entry,) = section["packages"]
     assert entry["status"] == "unverified" and entry["indexed_release"] == newest
     assert entry["statements"] == [rdiff._statement(table, i) for i in table["packages"]["vllm"]["missing"][newest]]
-    assert f"The list of {newest} applies approximately" in " ".join(rdiff.render_lines(section))
+    assert "its list applies approximately" in " ".join(rdiff.render_lines(section))
 
 
 @pytest.mark.parametrize(
@@ -187,3 +191,43 @@ def test_a_malformed_table_leaves_the_section_out(damage) -> None:
     section = rdiff.release_differences({"trl": {"installed": True, "version": "1.0.0"}}, table)
     assert rdiff.render_lines(section) == [] or section is not None
     assert section is None or all(isinstance(s["claim"], str) for e in section["packages"] for s in e["statements"])
+
+
+# ---- the text section: grouped, short, true for the release -----------------------------------------------------
+
+_VLLM_OF = {"1.5.1": "0.19.1", "1.9.2": "0.25.1", "1.12.0": "0.27.1"}
+
+
+@pytest.mark.parametrize("version", sorted(_VLLM_OF))
+def test_the_section_reads_well_for_an_older_release(version: str) -> None:
+    section = rdiff.release_differences(
+        {"trl": {"installed": True, "version": version}, "vllm": {"installed": True, "version": _VLLM_OF[version]}}
+    )
+    lines = rdiff.render_lines(section)
+    assert len(lines) <= 22 and all(len(line) <= 100 for line in lines), lines
+    installed = tuple(int(p) for p in version.split(".")[:2])
+    for line in lines:
+        first = re.match(r"^    (?:[\w ]+:)?\s+(TRL|vLLM) (\d+)\.(\d+)\+ \(", line)
+        if first:  # every group names a release newer than the installed one (the claim does not hold here)
+            package_version = (
+                installed if first.group(1) == "TRL" else tuple(int(p) for p in _VLLM_OF[version].split(".")[:2])
+            )
+            assert (int(first.group(2)), int(first.group(3))) > package_version, line
+    text = "\n".join(lines)
+    trl_part = text.split("  vLLM ")[0]
+    assert "--weight-transfer-config" not in trl_part and "--enable-scale-out" not in trl_part
+    if installed < (1, 11):  # the server protocol switch reaches a TRL <= 1.10 user through its row
+        verbose = "\n".join(rdiff.render_lines(section, verbose=True))
+        assert "(row TRL 1.11)" in verbose and "server protocol switch" in verbose
+    assert "more line(s): --verbose" in text or len(rdiff.render_lines(section, verbose=True)) == len(lines)
+    topics = re.findall(r"^    (\w[\w ]*):\s+(?:TRL|vLLM) ", text, re.M)
+    assert topics and all(topic in rdiff.TOPICS for topic in topics)
+    assert sum(bool(re.match(r"^    (?:[\w ]+:)?\s+(?:TRL|vLLM) \d", line)) for line in lines) >= 4
+
+
+def test_what_shows_instead_follows_the_installed_release() -> None:
+    section = rdiff.release_differences({"trl": {"installed": True, "version": "1.12.0"}})
+    text = "\n".join(rdiff.render_lines(section, verbose=True))
+    assert 'Request failed: 404, {"detail":"Not Found"}' in text  # the 1.11-1.15 row of the history's table
+    older = rdiff.release_differences({"trl": {"installed": True, "version": "1.9.2"}})
+    assert "on TRL 1.9.2: Request failed" not in "\n".join(rdiff.render_lines(older, verbose=True))

@@ -73,11 +73,24 @@ def build_table(root: Path = REPO_ROOT) -> Dict[str, object]:
     base_index = {p: history.index_of(p, sc.claim_scopes.minor_of(v)) for p, v in baseline.items()}
     texts: Dict[str, List[str]] = {}
     statements: Dict[Tuple[str, str, str, str], Dict[str, object]] = {}
+    cli_flags = {p: _cli_flags(checker.facts, p, baseline[p]) for p in ("trl", "vllm")}
     for rel, item in checker.resolved:
+        other = cli_flags[_other(item.package)]
+        if item.kind == "flag" and item.identifier in other and item.identifier not in cli_flags[item.package]:
+            continue  # the other package's flag (a `vllm serve` flag is judged by the installed vLLM)
         if base_index[item.package] is None or base_index[item.package] not in item.scope:
             continue  # stated for other releases only (an inline scope that excludes the baseline)
         if not item.mask >> base_index[item.package] & 1:
             continue  # a checker failure, reported there
+        mask = item.mask
+        if item.kind == "message":
+            # A quote with "…" can match a generic template of another release ("… is deprecated and will be
+            # removed in …" matched the vllm-serve wrapper's warning of TRL 1.11 for the Liger warning of 1.15):
+            # keep only the releases whose messages hold every literal piece of the quote as written.
+            for piece in (p.strip(" .,:;") for p in item.identifier.split("…")):
+                strict = history.message_mask(item.package, piece, lambda quote, template: quote in template)
+                if len(piece) >= 16 and strict:
+                    mask &= strict
         lines = texts.setdefault(rel, (root / rel).read_text(encoding="utf-8").splitlines())
         where = f"{rel}#{section_of(lines, item.line)}"
         kind = "deprecation" if item.kind == "deprecated" else item.kind
@@ -89,8 +102,8 @@ def build_table(root: Path = REPO_ROOT) -> Dict[str, object]:
                 "where": where,
                 "kind": kind,
                 "claim": _short(item.identifier),
-                "holds": history.label(item.package, history.mask_indices(item.package, item.mask)),
-                "mask": item.mask,
+                "holds": history.label(item.package, history.mask_indices(item.package, mask)),
+                "mask": mask,
             },
         )
     # Only statements that fail somewhere in the supported line are shipped.
@@ -121,12 +134,64 @@ def build_table(root: Path = REPO_ROOT) -> Dict[str, object]:
             "missing": per_release,
             "recheck_first": recheck[:RECHECK_COUNT],
         }
+    rows, instead = history_rows(root / "troubleshooting" / "release-history.md")
     return {
         "schema_version": SCHEMA_VERSION,
         "generated_by": COMMAND,
         "packages": releases,
+        "rows": rows,
+        "instead": instead,
         "statements": [{k: v for k, v in e.items() if k != "mask"} for e in ordered],
     }
+
+
+def _other(package: str) -> str:
+    return "vllm" if package == "trl" else "trl"
+
+
+def _cli_flags(facts: object, package: str, version: str) -> set:
+    """Every flag of the package's command lines (``vllm serve``, ``trl grpo``, …) in the baseline release."""
+    clis = facts.version_facts(package, version).get("clis", {})  # type: ignore[attr-defined]
+    return {flag for cli in clis.values() for flag in cli.get("flags", {})}
+
+
+_ROW_RE = re.compile(r"^\|\s*(TRL|vLLM) (\d+\.\d+)\s*\|")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+INSTEAD_HEADING = "Messages on older releases instead of the quoted ones"
+
+
+def _cells(line: str) -> List[str]:
+    return [cell.strip() for cell in _CELL_SPLIT.split(line.strip().strip("|"))]
+
+
+def _plain(text: str, limit: int = 160) -> str:
+    text = " ".join(text.replace("`", "").split())
+    text = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def history_rows(path: Path) -> Tuple[Dict[str, Dict[str, str]], List[Dict[str, str]]]:
+    """From troubleshooting/release-history.md: what each release's row says changed (``{"trl": {"1.11": …}}``)
+    and the rows of its "Messages on older releases" table (quoted fragment, older scope, what they show)."""
+    rows: Dict[str, Dict[str, str]] = {"trl": {}, "vllm": {}}
+    instead: List[Dict[str, str]] = []
+    section = ""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        heading = _HEADING_RE.match(line)
+        if heading:
+            section = heading.group(2).strip()
+            continue
+        match = _ROW_RE.match(line)
+        if match and len(_cells(line)) >= 3:
+            rows["trl" if match.group(1) == "TRL" else "vllm"][match.group(2)] = _plain(_cells(line)[2])
+            continue
+        if section == INSTEAD_HEADING and line.startswith("|") and not line.startswith("|---"):
+            cells = _cells(line)
+            quoted = re.findall(r"\"([^\"]+)\"|`([^`]+)`", cells[0]) if cells else []
+            fragments = [a or b for a, b in quoted]
+            if len(cells) >= 3 and fragments and cells[0] != "Quoted in this bundle":
+                instead.append({"quoted": fragments[0].split(" … ")[0], "older": cells[1], "shows": _plain(cells[2])})
+    return rows, instead
 
 
 def render(table: Dict[str, object]) -> str:

@@ -22,8 +22,9 @@ import itertools
 import os
 import re
 import stat
+import sys
 import time
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 __all__ = [
     "MAX_ALIASES",
@@ -34,7 +35,10 @@ __all__ = [
     "InputError",
     "ReadResult",
     "StructureError",
+    "file_size",
     "http_get",
+    "iter_chunks",
+    "iter_stdin_chunks",
     "measure_json",
     "measure_yaml",
     "read_bytes",
@@ -107,6 +111,89 @@ def _os_reason(error: OSError) -> str:
 
 def _os_status(error: OSError) -> str:
     return "not_found" if error.errno == errno.ENOENT else "unreadable"
+
+
+def _open_regular(path: str) -> Tuple[int, int]:
+    """A read-only descriptor of the regular file ``path`` and its size; raises :class:`InputError` otherwise."""
+    if "\0" in path:
+        raise InputError(path.replace("\0", "\\0"), "the path contains a NUL byte")
+    try:
+        before = os.stat(path)
+    except OSError as error:
+        raise InputError(path, _os_reason(error), _os_status(error)) from None
+    except ValueError:
+        raise InputError(path, "invalid path") from None
+    if not stat.S_ISREG(before.st_mode):
+        raise InputError(path, f"{_kind(before.st_mode)}, not a regular file", "not_regular")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        raise InputError(path, _os_reason(error), _os_status(error)) from None
+    try:
+        after = os.fstat(fd)
+    except OSError as error:
+        os.close(fd)
+        raise InputError(path, _os_reason(error), _os_status(error)) from None
+    if not stat.S_ISREG(after.st_mode):  # swapped between stat and open
+        os.close(fd)
+        raise InputError(path, f"{_kind(after.st_mode)}, not a regular file", "not_regular")
+    return fd, after.st_size
+
+
+def iter_chunks(path: str, chunk: int = 1 << 20, limit: int = DEFAULT_FILE_LIMIT, start: int = 0) -> Iterator[bytes]:
+    """The regular file ``path`` in pieces of at most ``chunk`` bytes, from byte ``start``, never more than ``limit``
+    bytes in all: streaming, so memory stays at one piece whatever the file's size. Raises :class:`InputError`
+    (before the first piece) for anything but a readable regular file."""
+    path = os.fspath(path)
+    fd, _size = _open_regular(path)
+    return _iter_fd(fd, path, chunk, limit, start, close=True)
+
+
+def file_size(path: str) -> int:
+    """The size of the regular file ``path``; raises :class:`InputError` for anything else."""
+    fd, size = _open_regular(os.fspath(path))
+    os.close(fd)
+    return size
+
+
+def iter_stdin_chunks(chunk: int = 1 << 20, limit: int = DEFAULT_FILE_LIMIT) -> Iterator[bytes]:
+    """Standard input in pieces, at most ``limit`` bytes in all. A terminal is refused (it would wait for typing)."""
+    try:
+        fd = sys.stdin.fileno() if sys.stdin is not None else -1
+    except (AttributeError, ValueError, OSError):
+        fd = -1
+    if fd < 0:
+        raise InputError("<stdin>", "no standard input")
+    if os.isatty(fd):
+        raise InputError("<stdin>", "a terminal: pipe a log in or name log files")
+    return _iter_fd(fd, "<stdin>", chunk, limit, 0, close=False)
+
+
+def _iter_fd(fd: int, path: str, chunk: int, limit: int, start: int, close: bool) -> Iterator[bytes]:
+    try:
+        if start:
+            os.lseek(fd, start, os.SEEK_SET)
+        left = limit
+        while left > 0:
+            try:
+                data = os.read(fd, min(chunk, left))
+            except BlockingIOError:
+                if close:
+                    raise InputError(path, "would block (not a regular file)") from None
+                import select  # a non-blocking pipe handed to us: wait for it, never spin
+
+                select.select([fd], [], [], 1.0)
+                continue
+            except OSError as error:
+                raise InputError(path, _os_reason(error), _os_status(error)) from None
+            if not data:
+                return
+            left -= len(data)
+            yield data
+    finally:
+        if close:
+            os.close(fd)
 
 
 def read_bytes(path: str, limit: int = DEFAULT_FILE_LIMIT) -> ReadResult:

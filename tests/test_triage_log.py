@@ -1,0 +1,139 @@
+"""scripts/triage_log.py end to end, in subprocesses: text within 100 columns, JSON, releases from flags, a report or
+the log, standard input, unknown failures, bad input (exit 2, one line, no traceback) and secret scrubbing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from triage_helpers import OOM, interleave, run_triage, watchdog, write
+
+FIXTURE = Path(__file__).parent / "fixtures" / "triage" / "oom-8-ranks.log"
+
+
+def test_text_report_names_root_entry_echoes_and_next_command() -> None:
+    run = run_triage([str(FIXTURE)])
+    assert run.code == 0, run.stderr
+    out = run.stdout
+    assert all(len(line) <= 100 for line in out.splitlines()), [x for x in out.splitlines() if len(x) > 100]
+    assert out.startswith("triage: root failure (known)")
+    assert "oom-8-ranks.log:127, rank 5" in out
+    assert "tried to allocate 2.00 GiB; total 79.15 GiB; free 1.23 GiB" in out
+    assert 'troubleshooting/memory-and-parallelism.md "Trainer OOM' in out
+    assert "next (a template" in out and "scripts/plan_training.py" in out
+    assert "[watchdog timeout] 7x, ranks 0-4, 6-7" in out
+    assert "trl 1.12.0 (" in out and "rank 5 on node-1, exitcode 1" in out
+
+
+def test_json_report() -> None:
+    run = run_triage([str(FIXTURE), "--json"])
+    report = json.loads(run.stdout)
+    assert report["verdict"] == "known"
+    assert report["root"]["first"]["line"] == 127 and report["root"]["ranks"] == [5]
+    assert report["root"]["oom"]["reserved"] == "1.50 GiB"
+    assert report["entry"]["file"] == "troubleshooting/memory-and-parallelism.md"
+    assert report["releases"]["trl"]["version"] == "1.12.0"
+    assert report["echoes"][0]["kind"] == "watchdog timeout"
+    assert report["torchelastic_root"]["rank"] == 5
+    assert report["root"]["excerpt"][-1]["line"] == 127
+
+
+def _dev_mode_log(tmp_path: Path) -> Path:
+    line = (
+        "ValueError: The vLLM server at http://10.1.2.3:8000 does not expose its development endpoints, which TRL "
+        "uses to synchronize weights. Restart it with VLLM_SERVER_DEV_MODE=1."
+    )
+    return write(tmp_path / "rank0.log", f"noise\n{line}\n")
+
+
+def test_releases_from_flags_pick_the_variant(tmp_path: Path) -> None:
+    log = _dev_mode_log(tmp_path)
+    older = json.loads(run_triage([str(log), "--trl", "1.12.0", "--json"]).stdout)
+    assert older["entry"]["heading"] == "Server lacks dev mode"
+    assert older["variant"]["status"] == "variant" and older["variant"]["label"] == "TRL 1.11–1.15"
+    assert older["releases"]["trl"] == {"version": "1.12.0", "from": "--trl"}
+    current = json.loads(run_triage([str(log), "--trl", "1.16.0", "--vllm", "0.31.0", "--json"]).stdout)
+    assert current["variant"]["status"] == "holds"
+    assert "http://10.1.2.3:8000" in current["next"]
+    old = run_triage([str(log), "--trl", "1.5.1"]).stdout
+    assert "written for TRL 1.16, not TRL 1.5.1: read troubleshooting/release-history.md" in old
+
+
+def test_releases_from_a_diagnostic_report(tmp_path: Path) -> None:
+    log = _dev_mode_log(tmp_path)
+    report = write(tmp_path / "report.json", json.dumps({"packages": {"trl": {"version": "1.13.2"}, "vllm": {}}}))
+    data = json.loads(run_triage([str(log), "--report", str(report), "--json"]).stdout)
+    assert data["releases"]["trl"] == {"version": "1.13.2", "from": "--report"}
+    assert data["variant"]["label"] == "TRL 1.11–1.15"
+
+
+def test_standard_input_with_rank_prefixes() -> None:
+    per_rank = {r: [watchdog(r)] for r in range(8) if r != 2}
+    per_rank[2] = ["Traceback (most recent call last):", '  File "train.py", line 3', OOM.replace("GPU 5", "GPU 2")]
+    run = run_triage(["--json"], stdin=interleave(per_rank))
+    report = json.loads(run.stdout)
+    assert report["root"]["ranks"] == [2] and report["root"]["first"]["file"] == "<stdin>"
+    assert report["echoes"][0]["ranks"] == [0, 1, 3, 4, 5, 6, 7]
+
+
+def test_unknown_failure_prints_the_excerpt(tmp_path: Path) -> None:
+    log = write(
+        tmp_path / "x.log",
+        'step 1\nTraceback (most recent call last):\n  File "a.py", line 1, in f\n    g()\n'
+        "ZeroDivisionError: division by zero in the reward function\n",
+    )
+    run = run_triage([str(log)])
+    assert "root failure (unknown" in run.stdout
+    assert "excerpt:" in run.stdout and '\n        3    File "a.py", line 1, in f\n' in run.stdout
+    assert '\n    grep -rn -F "division by zero in the reward function" troubleshooting/\n' in run.stdout
+    assert json.loads(run_triage([str(log), "--json"]).stdout)["verdict"] == "unknown"
+
+
+def test_a_long_command_is_cut_with_continuations_never_inside_a_word() -> None:
+    from triage.render import command_lines
+
+    command = (
+        "python3 scripts/plan_training.py --params <size> --method lora --trainer grpo --gpus <N> --gpu-memory-gib "
+        "<G> --vllm-mode colocate --vllm-gpu-memory-utilization <u> --require-fit"
+    )
+    lines = command_lines(command)
+    assert len(lines) == 2 and all(len(line) <= 100 for line in lines)
+    assert lines[0].endswith(" \\")
+    assert " ".join(line.rstrip(" \\").strip() for line in lines) == command
+
+
+def test_no_failure(tmp_path: Path) -> None:
+    log = write(tmp_path / "x.log", "step 1\nstep 2\n")
+    run = run_triage([str(log), "--json"])
+    assert run.code == 0 and json.loads(run.stdout)["verdict"] == "no_failure"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["{tmp}/missing.log"], "no such file"),
+        (["{tmp}"], "a directory"),
+        (["{tmp}/ok.log", "--trl", "latest"], "--trl must be a release number"),
+        (["{tmp}/ok.log", "--report", "{tmp}/ok.log"], "not valid JSON"),
+        (["{tmp}/ok.log", "--report", "{tmp}/list.json"], "not a check_optional_backends.py --json report"),
+        (["{tmp}/ok.log", "--max-mib", "0"], "--max-mib"),
+        (["-", "-"], "standard input"),
+    ],
+)
+def test_bad_input_is_a_usage_error(tmp_path: Path, args, says: str) -> None:
+    write(tmp_path / "ok.log", "ValueError: x\n")
+    write(tmp_path / "list.json", "[1, 2]")
+    run = run_triage([a.format(tmp=tmp_path) for a in args])
+    assert run.code == 2, (run.stdout, run.stderr)
+    assert says in run.stderr and "Traceback" not in run.stderr
+
+
+def test_secrets_in_the_log_are_not_printed(tmp_path: Path) -> None:
+    token = "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vW7"
+    log = write(tmp_path / "x.log", f"Traceback (most recent call last):\nValueError: bad token={token} for {token}\n")
+    for flags in ([], ["--json"]):
+        run = run_triage([str(log), *flags])
+        assert token not in run.stdout and token[3:15] not in run.stdout
+        assert "<redacted>" in run.stdout
