@@ -258,17 +258,22 @@ def _lines(section: Dict[str, Any], verbose: bool, limit: int) -> List[str]:
         later = len(shown) - number - 1
         budget = max(4, limit - len(lines) - 4 * later)  # each package after this one keeps a few lines
         label = PACKAGE_LABELS[entry["package"]]
-        head = f"  {label} {entry['installed']}"
+        installed = str(entry["installed"])
+        head = f"  {label} {installed if len(installed) <= 32 else installed[:31] + '…'}"
         if entry["status"] == "unverified":
             lines.append(
-                _clip(
-                    f"{head}: newer than the newest indexed release ({entry['indexed_release']}); unverified; "
-                    f"its list applies approximately ({len(entry['statements'])} statement(s)). Re-check first:"
-                )
+                _clip(f"{head}: newer than the newest indexed release ({entry['indexed_release']}); unverified")
+            )
+            lines.append(
+                _clip(f"    its list applies approximately ({len(entry['statements'])} statement(s)); re-check first:")
             )
             items = entry["statements"] + [i for i in entry["recheck_first"] if i not in entry["statements"]]
             items = sorted(items, key=lambda i: (KIND_ORDER.get(i["kind"], 9), i["claim"]))
-            body = [_clip(f"    {item['kind']} {_claim_text(item)} (holds in {item['holds']})") for item in items]
+            body = list(
+                dict.fromkeys(
+                    _clip(f"    {item['kind']} {_claim_text(item)} (holds in {item['holds']})") for item in items
+                )
+            )
         elif entry["status"] == "not_indexed" and not entry["indexed_release"]:
             lines.append(_clip(f"{head}: not indexed (older than every indexed release, or not a version this index"))
             lines.append("    reads); the skill's statements were not checked against it")
