@@ -6,7 +6,10 @@ Every scenario builds a real fake site-packages tree and runs the script in a su
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ import check_optional_backends as cob
 from diagnostic import base
 from diagnostic_helpers import (
     SCHEMA,
+    SCRIPT,
     add_dist,
     add_fixture_dist,
     add_stack,
@@ -96,6 +100,14 @@ def test_vllm_inside_range_and_matching_pin_is_ready_with_gpus(tmp_path: Path) -
     assert any("check_vllm_server.py" in e for e in server["evidence"])
 
 
+def _run_printed(command: str, site: Path) -> str:
+    """The suggested command run as printed (the planner reads the same fake environment); its output."""
+    env = {**os.environ, "PYTHONPATH": str(site), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(shlex.split(command), capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout
+
+
 def test_nested_kernels_extra_is_resolved_through_transformers_metadata(tmp_path: Path) -> None:
     site = tmp_path / "site"
     add_stack(site, torch_cuda="12.8")
@@ -112,7 +124,8 @@ def test_nested_kernels_extra_is_resolved_through_transformers_metadata(tmp_path
     assert hub["status"] == "unavailable"
     # trl[kernels] cannot resolve with transformers 5.24.0 (PyPI has no kernels 0.18): the planner moves transformers
     python = report["python"]["executable"]
-    assert hub["next_step"] == f"{python} -m pip install 'trl[kernels]==1.16.0' transformers==5.22.2"
+    assert hub["next_step"] == f"{python} {SCRIPT.parent / 'plan_install.py'} --want hub-kernels"
+    assert "'trl[kernels]==1.16.0' transformers==5.22.2" in _run_printed(hub["next_step"], site)
 
 
 # --- "too old" must never read as "not installed" ---------------------------------------------------------------------
@@ -133,7 +146,8 @@ def test_too_old_liger_is_reported_as_too_old(tmp_path: Path) -> None:
     assert "0.5.0" in text and ">=0.8.2" in text
     assert "not installed" not in text
     python = report["python"]["executable"]
-    assert liger["next_step"] == f"{python} -m pip install 'trl[liger]==1.16.0' liger-kernel==0.8.2"
+    assert liger["next_step"] == f"{python} {SCRIPT.parent / 'plan_install.py'} --want liger"
+    assert "'trl[liger]==1.16.0' liger-kernel==0.8.2" in _run_printed(liger["next_step"], site)
     plain = run_script([], [site], tmp=tmp_path).stdout
     liger_line = next(line for line in plain.splitlines() if line.strip().startswith("liger "))
     assert "not installed" not in liger_line and "0.5.0" in liger_line

@@ -116,7 +116,7 @@ def test_leftover_directory_without_metadata_is_not_a_package(tmp_path: Path) ->
     verdict = backend(report, "vllm-colocate")
     assert verdict["status"] == "unavailable"
     python = report["python"]["executable"]
-    assert verdict["next_step"].startswith(f"remove the folder {site / 'vllm'}, then {python} -m pip install")
+    assert verdict["next_step"].startswith(f"remove the folder {site / 'vllm'}, then {python} ")
 
 
 def test_metadata_scan_agrees_with_importlib_metadata() -> None:

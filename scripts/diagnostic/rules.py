@@ -123,42 +123,16 @@ class Context:
         return False, f"import {result.get('module', pid)} failed: {reason}"
 
     def planned_install(self, extra: str) -> Optional[str]:
-        """The install planner's nearest pip line for a TRL extra (scripts/stack), pinned so that it resolves
-        with what is installed; for a goal no release set reaches, the planner command that names the
-        constraint to drop; None when the planner has nothing to add (the caller's fallback applies)."""
+        """For a TRL extra, the install planner's command (scripts/plan_install.py): it prints the pip line pinned
+        so that it resolves with what is installed, or names the constraint to drop. The default run does not
+        resolve the stack itself (that would cost more than the whole metadata scan); None without TRL."""
         from stack.judge import EXTRA_GOALS
 
         goal = EXTRA_GOALS.get(extra)
         if goal is None or not self.installed("trl"):
             return None
-        cache = self.__dict__.setdefault("_planned", {})
-        if goal not in cache:
-            cache[goal] = self._plan_install(extra, goal)
-        return cache[goal]
-
-    def _plan_install(self, extra: str, goal: str) -> Optional[str]:
-        from stack.judge import next_step_status
-        from stack.matrix import MatrixError, load
-
-        try:
-            matrix = load()
-        except MatrixError:
-            return None
-        installed = {}
-        for pid, entry in self.packages.items():
-            version = (entry.get("version") or "").split("+", 1)[0]
-            if entry.get("installed") and version:
-                installed[pid] = version
-        status, line = next_step_status(matrix, [goal], installed, self.report["python"]["version"], self.python_cmd)
-        if status == "impossible":
-            script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plan_install.py")
-            return (
-                f"no release of trl[{extra}] resolves with the installed packages; see which one to move: "
-                f"{_quoted(self.python_cmd)} {_quoted(script)} --want {goal}"
-            )
-        if status == "plan" and line and self.installer.startswith("uv pip install"):
-            line = line.replace(f"{_quoted(self.python_cmd)} -m pip install", self.installer, 1)
-        return line
+        script = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plan_install.py")
+        return f"{_quoted(self.python_cmd)} {_quoted(script)} --want {goal}"
 
     def install(self, *specs: str) -> str:
         return self.installer + " " + " ".join(f'"{s}"' if any(c in s for c in "[]<>=!,") else s for s in specs)
