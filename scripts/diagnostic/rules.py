@@ -8,6 +8,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from common.read import find_executable
+from common.trl_extras import EXTRA_GOALS
 from diagnostic.base import BACKEND_IDS, DIST_TO_ID, first_line, fmt_mib, read_text, version_tuple
 from diagnostic.packages import DistRecord
 
@@ -126,8 +127,6 @@ class Context:
         """For a TRL extra, the install planner's command (scripts/plan_install.py): it prints the pip line pinned
         so that it resolves with what is installed, or names the constraint to drop. The default run does not
         resolve the stack itself (that would cost more than the whole metadata scan); None without TRL."""
-        from stack.judge import EXTRA_GOALS
-
         goal = EXTRA_GOALS.get(extra)
         if goal is None or not self.installed("trl"):
             return None

@@ -161,14 +161,6 @@ def exit_code(result: Dict[str, Any]) -> int:
 
 
 # TRL extras the diagnostic suggests -> the planner goal that installs them
-EXTRA_GOALS = {
-    "vllm": "vllm-server",
-    "peft": "peft",
-    "deepspeed": "deepspeed",
-    "quantization": "qlora",
-    "liger": "liger",
-    "kernels": "hub-kernels",
-}
 
 
 def next_step(
