@@ -24,6 +24,17 @@ SKIPPED = {
     "srun --nodes=$SLURM_JOB_NUM_NODES": "needs a Slurm allocation",
 }
 
+# Commands that read files a user has: the test lays down stand-ins first (the triage reads the 8-rank OOM fixture).
+TRIAGE_LOG = REPO_ROOT / "tests" / "fixtures" / "triage" / "oom-8-ranks.log"
+
+
+def lay_down_inputs(command: str, cwd: Path) -> None:
+    if command.startswith("python3 scripts/triage_log.py"):
+        (cwd / "logs").mkdir(exist_ok=True)
+        for rank in range(2):
+            (cwd / "logs" / f"rank{rank}.log").write_text(TRIAGE_LOG.read_text(encoding="utf-8"), encoding="utf-8")
+        (cwd / "vllm-server.log").write_text("INFO:     Started server process [1]\n", encoding="utf-8")
+
 
 def readme_commands(text: str) -> list[str]:
     """Fenced bash blocks, then the install section's inline ``python3`` commands, in README order."""
@@ -71,6 +82,7 @@ def test_every_readme_command_is_run_or_skipped_for_a_reason(clone: Path) -> Non
         assert "<" not in command, f"README command with a placeholder the test cannot fill: {command}"
         # The plain copy goes into its own home: the tool refuses a folder it did not install, as it should.
         where = copy_home if command.startswith("dest=") else home
+        lay_down_inputs(command, clone)
         result = run(command, clone, where)
         if result.returncode != 0:
             failures.append(f"{command!r}: exit {result.returncode}\n{(result.stdout + result.stderr)[-800:]}")
