@@ -22,6 +22,7 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from common.output import HelpFormatter, clean_tree, dumps_strict, emit, escape_controls, fit_width, run_cli  # noqa: E402
+from diagnostic.packages import scan_distributions  # noqa: E402  (the metadata scan both commands use)
 from stack.goals import GOAL_IDS, GOALS  # noqa: E402
 from stack.inputs import RequestError, build_request  # noqa: E402
 from stack.judge import exit_code, plan  # noqa: E402
@@ -95,7 +96,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     try:
         request = build_request(
-            args.want, args.keep, args.python, args.cuda, args.report, args.json, args.options, matrix.names()
+            args.want,
+            args.keep,
+            args.python,
+            args.cuda,
+            args.report,
+            args.json,
+            args.options,
+            matrix.names(),
+            scan_distributions,
         )
     except RequestError as error:
         parser.print_usage(sys.stderr)

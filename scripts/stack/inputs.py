@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from common import versions
 from common.read import InputError, read_bytes
@@ -126,11 +126,10 @@ def release_of(version: Optional[str]) -> Optional[str]:
     return text if versions.is_valid_version(text) else None
 
 
-def live_environment() -> Tuple[Dict[str, str], str, str]:
-    """Installed stack releases of this interpreter (metadata only, no import), its version and path."""
-    from diagnostic.packages import scan_distributions  # metadata scan shared with the diagnostic
-
-    found = scan_distributions(sys.path)
+def live_environment(scan: Callable[[Sequence[str]], Dict[str, Any]]) -> Tuple[Dict[str, str], str, str]:
+    """Installed stack releases of this interpreter (metadata only, no import), its version and path. ``scan`` is
+    the metadata scan the command hands in (the diagnostic's, so both read an environment the same way)."""
+    found = scan(sys.path)
     installed: Dict[str, str] = {}
     for dist, name in TRACKED.items():
         for record in found.get(dist, []):
@@ -204,6 +203,7 @@ def build_request(
     as_json: bool,
     options: int,
     known: Sequence[str],
+    scan: Callable[[Sequence[str]], Dict[str, Any]],
 ) -> PlanRequest:
     """Validate every flag value and load the starting environment."""
     wants = parse_wants(want)
@@ -218,7 +218,7 @@ def build_request(
         installed, python_version, interpreter = report_environment(report)
         source = f"report {report}"
     else:
-        installed, python_version, interpreter = live_environment()
+        installed, python_version, interpreter = live_environment(scan)
         source = "live environment"
     for item in keeps:
         if not item.spec and item.name not in installed:
