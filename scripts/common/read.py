@@ -199,25 +199,8 @@ def _iter_fd(fd: int, path: str, chunk: int, limit: int, start: int, close: bool
 def read_bytes(path: str, limit: int = DEFAULT_FILE_LIMIT) -> ReadResult:
     """At most ``limit`` bytes of the regular file ``path``. Raises :class:`InputError` for anything else."""
     path = os.fspath(path)
-    if "\0" in path:
-        raise InputError(path.replace("\0", "\\0"), "the path contains a NUL byte")
+    fd, _ = _open_regular(path)
     try:
-        before = os.stat(path)
-    except OSError as error:
-        raise InputError(path, _os_reason(error), _os_status(error)) from None
-    except ValueError:
-        raise InputError(path, "invalid path") from None
-    if not stat.S_ISREG(before.st_mode):
-        raise InputError(path, f"{_kind(before.st_mode)}, not a regular file", "not_regular")
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as error:
-        raise InputError(path, _os_reason(error), _os_status(error)) from None
-    try:
-        after = os.fstat(fd)
-        if not stat.S_ISREG(after.st_mode):  # swapped between stat and open
-            raise InputError(path, f"{_kind(after.st_mode)}, not a regular file", "not_regular")
         chunks: List[bytes] = []
         size = 0
         while size <= limit:
