@@ -107,13 +107,6 @@ def test_satisfied_goal_prints_no_pip_line() -> None:
     assert result["status"] == "satisfied" and result["options"][0]["pip"] is None
 
 
-def test_next_step_helper_returns_the_first_pip_line() -> None:
-    line = judge.next_step(MATRIX, ["peft"], TRL_116, "3.12.3", "./.venv/bin/python")
-    assert line is not None and line.startswith("./.venv/bin/python -m pip install ")
-    assert "trl[peft]==1.16.0" in pins(line)
-    assert judge.next_step(MATRIX, ["ddp"], TRL_116, "3.12.3", "python3") is None
-
-
 def test_fast_specifier_path_agrees_with_the_shared_helper_on_every_recorded_pair() -> None:
     from common import versions
     from stack import resolve

@@ -127,7 +127,7 @@ TOPICS = ("server mode", "AsyncGRPO", "memory", "kernels", "install", "other")
 _TOPIC_RULES = (
     ("AsyncGRPO", re.compile(r"async-grpo|asyncgrpo|adapter|lora|rollout", re.I)),
     ("kernels", re.compile(r"liger|kernel|flash|fused", re.I)),
-    ("memory", re.compile(r"memory-and-parallelism|oom|memory|batch|parallel|logits", re.I)),
+    ("memory", re.compile(r"memory-and-parallelism|sharding|oom|memory|batch|parallel|logits", re.I)),
     ("install", re.compile(r"install-and-hardware|install|extra|cuda|driver|bitsandbytes|peft", re.I)),
     ("server mode", re.compile(r"vllm|server|weight|sync|render|logprobs|scale-out|dev mode|endpoints", re.I)),
 )

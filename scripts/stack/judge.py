@@ -6,7 +6,7 @@ and, when nothing fits, the constraint to drop. The plan is a plain dict: the re
 from __future__ import annotations
 
 import shlex
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional
 
 from common import versions
 from stack.goals import combined
@@ -158,39 +158,3 @@ def _constraint_texts(request: PlanRequest) -> List[str]:
 
 def exit_code(result: Dict[str, Any]) -> int:
     return 1 if result["status"] == "impossible" else 0
-
-
-# TRL extras the diagnostic suggests -> the planner goal that installs them
-
-
-def next_step(
-    matrix: Matrix,
-    wants: Sequence[str],
-    installed: Dict[str, str],
-    python: str,
-    interpreter: str,
-) -> Optional[str]:
-    """The first plan's pip line for ``wants`` in an environment (the diagnostic's next step), or None when the
-    goal is already met or impossible without dropping a constraint."""
-    status, line = next_step_status(matrix, wants, installed, python, interpreter)
-    return line if status == "plan" else None
-
-
-def next_step_status(
-    matrix: Matrix,
-    wants: Sequence[str],
-    installed: Dict[str, str],
-    python: str,
-    interpreter: str,
-) -> Tuple[str, Optional[str]]:
-    """(status, pip line): ``plan`` with the nearest option's line, ``satisfied`` or ``impossible`` with None.
-    No relaxation search: the diagnostic names the planner command for an impossible goal instead."""
-    goal = combined(wants)
-    constraints = Constraints(python=python, cuda=None, keeps={}, keep_texts={}, python_given=False)
-    space = Space(matrix, goal, installed, constraints, wants)
-    solutions, _ = solve(space, 1)
-    if not solutions:
-        return "impossible", None
-    if not solutions[0].moved and not solutions[0].added:
-        return "satisfied", None
-    return "plan", pip_line(interpreter, space, solutions[0])
