@@ -2,7 +2,8 @@
 child's time and peak memory, and a loopback HTTP server that misbehaves on purpose.
 
 Every input is generated at test time in a temporary folder; nothing large is committed. Each case runs the real
-script in its own subprocess (its own session, an address-space limit of 2 GiB as a guard for the machine) and is
+script in its own subprocess (its own session, an address-space limit of 2 GiB as a guard for the machine, started
+through tests/measured_spawn.py so the peak memory is the script's own and not the pytest worker's) and is
 judged on: exit code, no traceback, time within the case's timeout plus one second, peak RSS under 256 MB, no
 planted secret or fragment of one in stdout or stderr, and, on exit 2, a one-line message that names the input.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import signal
 import socket
 import subprocess
@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from conftest import with_bytecode_cache
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+SPAWNER = Path(__file__).resolve().parent / "measured_spawn.py"
 SCRIPTS = {
     "diag": REPO_ROOT / "scripts" / "check_optional_backends.py",
     "plan": REPO_ROOT / "scripts" / "plan_training.py",
@@ -69,9 +70,12 @@ class Result:
     timed_out: bool
 
 
-def _set_limits(pid: int) -> None:
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        resource.prlimit(pid, resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
+def _measured_rss(path: Path, fallback: int) -> int:
+    """The command's own peak RSS as tests/measured_spawn.py wrote it; ``fallback`` when it was killed first."""
+    try:
+        return int(path.read_text(encoding="ascii"))
+    except (OSError, ValueError):
+        return fallback
 
 
 def _drain(stream: Any, sink: List[bytes]) -> None:
@@ -106,7 +110,10 @@ def run_case(case: Case, root: Path, url: str, python: str = sys.executable) -> 
     }
     env.update({name: fill(value) for name, value in case.env.items()})
     env = with_bytecode_cache(env, python)
+    rss_file = root / f"{case.id}.rss"
+    rss_file.unlink(missing_ok=True)
     argv = [python, "-S", str(SCRIPTS[case.script]), *(fill(a) for a in case.args)]
+    argv = [python, "-S", "-I", str(SPAWNER), str(rss_file), str(ADDRESS_SPACE_LIMIT), *argv]
     started = time.monotonic()
     process = subprocess.Popen(
         argv,
@@ -117,7 +124,6 @@ def run_case(case: Case, root: Path, url: str, python: str = sys.executable) -> 
         cwd=str(folder),
         start_new_session=True,
     )
-    _set_limits(process.pid)
     out: List[bytes] = []
     err: List[bytes] = []
     readers = [
@@ -128,16 +134,16 @@ def run_case(case: Case, root: Path, url: str, python: str = sys.executable) -> 
         reader.start()
     limit = case.timeout + 1.0
     timed_out = False
-    status, usage = 0, None
+    status = 0
     while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        pid, status, _ = os.wait4(process.pid, os.WNOHANG)
         if pid:
             break
         if time.monotonic() - started > limit:
             timed_out = True
             with contextlib.suppress(OSError):
                 os.killpg(process.pid, signal.SIGKILL)
-            _, status, usage = os.wait4(process.pid, 0)
+            _, status, _ = os.wait4(process.pid, 0)
             break
         time.sleep(0.01)
     seconds = time.monotonic() - started
@@ -152,7 +158,7 @@ def run_case(case: Case, root: Path, url: str, python: str = sys.executable) -> 
         stdout=b"".join(out).decode("utf-8", errors="replace"),
         stderr=b"".join(err).decode("utf-8", errors="replace"),
         seconds=seconds,
-        max_rss=(usage.ru_maxrss * 1024) if usage is not None else 0,
+        max_rss=_measured_rss(rss_file, 0),
         timed_out=timed_out,
     )
 
