@@ -32,9 +32,24 @@ from claim_scopes import parse_scopes  # noqa: E402  (the skill text's release-s
 
 ROOT_SKILL_NAME = "scaling-and-backends"
 SUB_SKILLS = ("backend-selection", "vllm-reference", "troubleshooting")
+# A sub-skill's index is README.md, not SKILL.md: Codex, Gemini CLI and the skills CLI register every SKILL.md they
+# find under a skills folder as a skill of its own, so only the root may carry that name.
+SUB_SKILL_INDEX = "README.md"
 INSTALLED_UNIT = ("SKILL.md", "LICENSE", "agents", *SUB_SKILLS, "scripts")
-DEV_ENTRIES = (".ci", ".claude-plugin", ".gitignore", "CHANGELOG.md", "README.md", "pyproject.toml", "tests", "tools")
-ALLOWED_TOP_LEVEL = frozenset(INSTALLED_UNIT + DEV_ENTRIES)
+# The repository holds the skill at skills/<name>/ (the folder every client route installs) and development files.
+SKILLS_FOLDER = "skills"
+DEV_ENTRIES = (
+    ".ci",
+    ".claude-plugin",
+    ".gitignore",
+    "CHANGELOG.md",
+    "LICENSE",
+    "README.md",
+    "pyproject.toml",
+    "tests",
+    "tools",
+)
+ALLOWED_TOP_LEVEL = frozenset((SKILLS_FOLDER, *DEV_ENTRIES))
 # Skipped by the directory walk used outside a git checkout: VCS data, environments, caches, build output.
 WALK_SKIP_NAMES = frozenset({".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", "build", "dist"})
 WALK_SKIP_SUFFIXES = (".egg-info", ".pyc")
@@ -131,7 +146,7 @@ CHECK_DIRECTIVE_RE = re.compile(r"^\s*<!--\s*check:.*-->\s*$")
 def list_files(root: Path) -> list[str]:
     """Relative POSIX paths of the files under ``root``.
 
-    In a git checkout whose top level is ``root``: git's view (tracked plus untracked files that are not ignored).
+    Inside a git work tree: git's view of ``root`` (tracked plus untracked files that are not ignored).
     Elsewhere (fixtures, an unpacked copy): a walk that skips VCS data, environments, caches and build output.
     Symbolic links are listed as entries and never followed.
     """
@@ -144,7 +159,7 @@ def _git_files(root: Path) -> Optional[list[str]]:
         top = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=30
         )
-        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != root.resolve():
+        if top.returncode != 0 or not top.stdout.strip():
             return None
         listed = subprocess.run(
             ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -192,8 +207,13 @@ def exists_with_exact_case(root: Path, relative: str) -> bool:
 
 
 def skill_md_paths() -> list[tuple[str, str]]:
-    """(relative path, expected ``name``) of every ``SKILL.md`` of the installed unit."""
-    return [("SKILL.md", ROOT_SKILL_NAME)] + [(f"{sub}/SKILL.md", sub) for sub in SUB_SKILLS]
+    """(relative path, expected ``name``) of each file with frontmatter: the root ``SKILL.md``, each sub-skill index."""
+    return [("SKILL.md", ROOT_SKILL_NAME)] + [(f"{sub}/{SUB_SKILL_INDEX}", sub) for sub in SUB_SKILLS]
+
+
+def repository_of(root: Path) -> Optional[Path]:
+    """The repository holding a bundle root at ``<repository>/skills/<name>/``, or None when it sits elsewhere."""
+    return root.parent.parent if root.parent.name == SKILLS_FOLDER else None
 
 
 def skill_markdown_files(root: Path) -> list[str]:
@@ -205,8 +225,8 @@ def skill_markdown_files(root: Path) -> list[str]:
 
 
 def is_reference_file(relative: str) -> bool:
-    """A Markdown file in a sub-skill folder that is not a ``SKILL.md``."""
-    return relative.endswith(".md") and posixpath.basename(relative) != "SKILL.md"
+    """A Markdown file in a sub-skill folder that is not its index (nor the root ``SKILL.md``)."""
+    return relative.endswith(".md") and posixpath.basename(relative) not in ("SKILL.md", SUB_SKILL_INDEX)
 
 
 def estimated_tokens(text: str) -> int:
@@ -467,6 +487,9 @@ def _copy_skill(root: Path, folder: str, destination: Path) -> None:
         source = root / folder
         if source.is_dir():
             shutil.copytree(source, destination, ignore=ignore)
+            index = destination / SUB_SKILL_INDEX
+            if index.is_file():  # validated as the skill it would be if a client registered the folder alone
+                index.rename(destination / "SKILL.md")
         else:
             destination.mkdir(parents=True)
         return
@@ -497,8 +520,11 @@ def check_installed_unit(root: Path) -> list[str]:
             continue
         if (root / relative).is_symlink():
             problems.append(f"{relative}: symbolic links are not allowed in the installed unit")
-        if posixpath.basename(relative).lower() == "skill.md" and relative not in dict(skill_md_paths()):
-            problems.append(f"{relative}: a SKILL.md may only sit at the root or directly in a sub-skill folder")
+        if posixpath.basename(relative).lower() == "skill.md" and relative != "SKILL.md":
+            problems.append(
+                f"{relative}: only the root may hold a SKILL.md (clients register every one as a skill); "
+                f"a sub-skill's index is {SUB_SKILL_INDEX}"
+            )
         elif relative.endswith(".md") and relative != "SKILL.md" and relative.split("/")[0] not in SUB_SKILLS:
             problems.append(f"{relative}: Markdown in the installed unit belongs in a sub-skill folder")
     return problems
@@ -506,8 +532,13 @@ def check_installed_unit(root: Path) -> list[str]:
 
 def check_top_level(root: Path) -> list[str]:
     """Every top-level entry of the repository is part of the installed unit or a known development entry."""
-    entries = sorted({relative.split("/")[0] for relative in list_files(root)})
-    return [
+    repository = repository_of(root)
+    if repository is None:
+        return [f"{root.name}: the bundle must sit at <repository>/{SKILLS_FOLDER}/{ROOT_SKILL_NAME}/"]
+    others = sorted(entry.name for entry in (repository / SKILLS_FOLDER).iterdir() if entry.name != root.name)
+    problems = [f"{SKILLS_FOLDER}/{name}: the skills folder holds only {ROOT_SKILL_NAME}/" for name in others]
+    entries = sorted({relative.split("/")[0] for relative in list_files(repository)})
+    return problems + [
         f"{entry}: unexpected top-level entry (allowed: {', '.join(sorted(ALLOWED_TOP_LEVEL))})"
         for entry in entries
         if entry not in ALLOWED_TOP_LEVEL
@@ -582,10 +613,10 @@ def check_links(root: Path) -> list[str]:
 def check_reference_depth(root: Path) -> list[str]:
     """References are one level deep, the root routes to every sub-skill and every script command is named.
 
-    A reference file (a non-``SKILL.md`` Markdown file in a sub-skill folder) links only to ``SKILL.md`` files,
-    never to another reference file; the root ``SKILL.md`` links every sub-skill ``SKILL.md``; each reference file
-    is linked from its own sub-skill's ``SKILL.md``; every script under ``scripts/`` that is a command (it has an
-    ``if __name__ == "__main__":`` block) is mentioned by path in the root ``SKILL.md``.
+    A reference file (a Markdown file in a sub-skill folder other than its ``README.md`` index) links only to the
+    root ``SKILL.md`` and the indexes, never to another reference file; the root ``SKILL.md`` links every sub-skill
+    index; each reference file is linked from its own sub-skill's index; every script under ``scripts/`` that is a
+    command (it has an ``if __name__ == "__main__":`` block) is mentioned by path in the root ``SKILL.md``.
     """
     problems = []
     markdown = skill_markdown_files(root)
@@ -598,14 +629,14 @@ def check_reference_depth(root: Path) -> list[str]:
             if link.resolved is not None and is_reference_file(link.resolved):
                 problems.append(
                     f"{source}:{link.line}: reference file links another reference file ({link.target}); "
-                    "references must stay one level deep (link back to a SKILL.md instead)"
+                    "references must stay one level deep (link back to an index instead)"
                 )
-        sub_skill_md = f"{source.split('/')[0]}/SKILL.md"
+        sub_skill_md = f"{source.split('/')[0]}/{SUB_SKILL_INDEX}"
         if source not in linked_from.get(sub_skill_md, set()):
             problems.append(f"{source}: not linked from {sub_skill_md}")
     for sub in SUB_SKILLS:
-        if f"{sub}/SKILL.md" not in linked_from.get("SKILL.md", set()):
-            problems.append(f"SKILL.md: does not link {sub}/SKILL.md")
+        if f"{sub}/{SUB_SKILL_INDEX}" not in linked_from.get("SKILL.md", set()):
+            problems.append(f"SKILL.md: does not link {sub}/{SUB_SKILL_INDEX}")
     root_text = (root / "SKILL.md").read_text(encoding="utf-8") if exists_with_exact_case(root, "SKILL.md") else ""
     for script in script_commands(root):
         if script not in root_text:
@@ -672,8 +703,9 @@ def machine_path_hits(text: str) -> list[tuple[int, str]]:
 def check_machine_paths(root: Path) -> list[str]:
     """No absolute machine path in any text file of the repository (binary and non-UTF-8 files are skipped)."""
     problems = []
-    for relative in list_files(root):
-        path = root / relative
+    repository = repository_of(root) or root
+    for relative in list_files(repository):
+        path = repository / relative
         if path.is_symlink() or not path.is_file():
             continue
         data = path.read_bytes()
@@ -767,7 +799,7 @@ FIXTURE_SKILL_NAME = "SKILL.fixture.md"
 
 
 def build_fixture_bundle(stored: Path) -> Path:
-    """Copy ``stored`` into a new temporary folder of the same name, renaming ``SKILL.fixture.md`` to ``SKILL.md``.
+    """Copy ``stored`` to ``<new temporary repository>/skills/<its name>``, ``SKILL.fixture.md`` renamed ``SKILL.md``.
 
     The copy lives for the test session (removed at exit). Stored fixtures must not hold a real ``SKILL.md``: Codex,
     Gemini CLI and the skills CLI would list it as a skill of any clone of this repository.
@@ -782,7 +814,8 @@ def build_fixture_bundle(stored: Path) -> Path:
         )
     parent = Path(tempfile.mkdtemp(prefix="fixture-bundle-"))
     atexit.register(shutil.rmtree, parent, True)
-    built = parent / stored.name
+    built = parent / SKILLS_FOLDER / stored.name
+    built.parent.mkdir()
     shutil.copytree(stored, built, ignore=shutil.ignore_patterns("__pycache__"))
     for path in sorted(built.rglob(FIXTURE_SKILL_NAME)):
         path.rename(path.with_name("SKILL.md"))

@@ -9,7 +9,8 @@ sys.dont_write_bytecode = True  # importing the shipped scripts must not leave _
 from pathlib import Path  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SCRIPTS_DIR = REPO_ROOT / "scripts"
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
+SCRIPTS_DIR = SKILL_DIR / "scripts"
 
 # The shipped scripts are plain files under scripts/ (not a package); make them importable for unit tests.
 if str(SCRIPTS_DIR) not in sys.path:

@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence
 
-from conftest import with_bytecode_cache
 from diagnostic.base import ALLOWED_COMMANDS, HEAVY_MODULES
 
+from conftest import with_bytecode_cache
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = REPO_ROOT / "scripts" / "check_optional_backends.py"
-SCHEMA = REPO_ROOT / "scripts" / "check_optional_backends.schema.json"
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
+SCRIPT = SKILL_DIR / "scripts" / "check_optional_backends.py"
+SCHEMA = SKILL_DIR / "scripts" / "check_optional_backends.schema.json"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "diagnostic"
 METADATA_DIR = FIXTURES / "metadata"
 

@@ -28,12 +28,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from conftest import with_bytecode_cache
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
 SPAWNER = Path(__file__).resolve().parent / "measured_spawn.py"
 SCRIPTS = {
-    "diag": REPO_ROOT / "scripts" / "check_optional_backends.py",
-    "plan": REPO_ROOT / "scripts" / "plan_training.py",
-    "vllm": REPO_ROOT / "scripts" / "check_vllm_server.py",
-    "nodes": REPO_ROOT / "scripts" / "compare_nodes.py",
+    "diag": SKILL_DIR / "scripts" / "check_optional_backends.py",
+    "plan": SKILL_DIR / "scripts" / "plan_training.py",
+    "vllm": SKILL_DIR / "scripts" / "check_vllm_server.py",
+    "nodes": SKILL_DIR / "scripts" / "compare_nodes.py",
 }
 PROG = {key: path.name for key, path in SCRIPTS.items()}
 MAX_RSS_BYTES = 256 * 1024 * 1024

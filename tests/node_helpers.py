@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from conftest import with_bytecode_cache
 from diagnostic_helpers import (
     H100_CSV,
-    REPO_ROOT,
+    SKILL_DIR,
     add_dist,
     add_stack,
     add_torch,
@@ -31,7 +31,7 @@ from diagnostic_helpers import (
     run_script,
 )
 
-COMPARE = REPO_ROOT / "scripts" / "compare_nodes.py"
+COMPARE = SKILL_DIR / "scripts" / "compare_nodes.py"
 TEST_ROOT_ENV = "CHECK_OPTIONAL_BACKENDS_TEST_ROOT"
 
 ACCELERATE_YAML = """\

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = REPO_ROOT / "scripts" / "plan_install.py"
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
+SCRIPT = SKILL_DIR / "scripts" / "plan_install.py"
 
 
 def report(python: str, packages: Dict[str, str], executable: str = "/env/bin/python") -> Dict[str, Any]:

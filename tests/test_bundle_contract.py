@@ -1,21 +1,24 @@
 """Bundle contract: the installed skill unit is well-formed, small, portable and free of drifting facts.
 
-The installed unit is the root ``SKILL.md``, ``LICENSE``, ``agents/`` (Codex metadata), ``backend-selection/``,
-``vllm-reference/``, ``troubleshooting/`` and ``scripts/``. Skill Markdown files are the root ``SKILL.md`` and
-every ``.md`` file inside a sub-skill folder (its ``SKILL.md`` and its reference files). Each rule is a
-``check_*`` function in ``tests/bundle_helpers.py`` that takes a bundle root and returns a list of problems; the
-same functions run on the real repository (which must give no problem) and on fixture bundles (a good one built
-at import time from ``tests/fixtures/bundle/scaling-and-backends/``, whose ``SKILL.fixture.md`` files become
+The bundle root is ``skills/scaling-and-backends/`` of the repository. The installed unit is its root
+``SKILL.md``, ``LICENSE``, ``agents/`` (Codex metadata), ``backend-selection/``, ``vllm-reference/``,
+``troubleshooting/`` and ``scripts/``. Each sub-skill's index is its ``README.md`` (Codex, Gemini CLI and the skills
+CLI register every ``SKILL.md`` as a skill of its own). Skill Markdown files are the root ``SKILL.md`` and every
+``.md`` file inside a sub-skill folder (its index and its reference files). Each rule is a ``check_*`` function in
+``tests/bundle_helpers.py`` that takes a bundle root and returns a list of problems; the same functions run on the
+real skill folder (which must give no problem) and on fixture bundles (a good one built at import time from
+``tests/fixtures/bundle/scaling-and-backends/`` into ``<tmp>/skills/``, whose root ``SKILL.fixture.md`` becomes
 ``SKILL.md``, and broken copies of it made in ``tmp_path``).
 
 Rules:
 
-- Layout: the installed unit's entries exist (exact case), hold no symbolic links, ``SKILL.md`` files sit only at
-  the root and directly in a sub-skill folder, and Markdown elsewhere in the unit is not allowed. The repository's
-  top-level entries (``git ls-files``, tracked plus untracked-not-ignored, in a checkout; a walk otherwise) are the
-  installed unit plus ``.ci``, ``.claude-plugin``, ``.gitignore``, ``CHANGELOG.md``, ``README.md``,
-  ``pyproject.toml``, ``tests`` and ``tools``.
-- Frontmatter of every ``SKILL.md`` (``yaml.safe_load``, repeated keys rejected): exactly the keys ``name``,
+- Layout: the installed unit's entries exist (exact case), hold no symbolic links, the only ``SKILL.md`` is the
+  root's, and Markdown elsewhere in the unit is not allowed. The repository's top-level entries (``git ls-files``,
+  tracked plus untracked-not-ignored, in a checkout; a walk otherwise) are ``skills`` (holding only
+  ``scaling-and-backends/``) plus ``.ci``, ``.claude-plugin``, ``.gitignore``, ``CHANGELOG.md``, ``LICENSE``,
+  ``README.md``, ``pyproject.toml``, ``tests`` and ``tools``.
+- Frontmatter of the root ``SKILL.md`` and of each sub-skill index (``yaml.safe_load``, repeated keys rejected):
+  exactly the keys ``name``,
   ``description``, ``disable-model-invocation``, ``metadata`` and ``license``. ``name`` matches
   ``^[a-z0-9]+(-[a-z0-9]+)*$``, has at most 64 characters, is ``scaling-and-backends`` at the root and the folder
   name in a sub-skill, and is unique. ``description`` is written as a double-quoted scalar (its line starts with
@@ -32,9 +35,9 @@ Rules:
   fenced code are not links) that is not ``http(s)://``, ``mailto:`` or a pure ``#anchor`` is a relative path
   (``#fragment`` and ``?query`` stripped, %-escapes decoded) that resolves from the linking file to an existing
   entry inside the installed unit, every path component spelt with exactly the case of the directory listing.
-- Reference depth one level: a reference file (a non-``SKILL.md`` Markdown file in a sub-skill folder) may link
-  ``SKILL.md`` files but never another reference file; the root links every sub-skill's ``SKILL.md``; each
-  reference file is linked from its own sub-skill's ``SKILL.md``; every script under ``scripts/`` that is a command
+- Reference depth one level: a reference file (a Markdown file in a sub-skill folder other than its index) may link
+  the root and the indexes but never another reference file; the root links every sub-skill's index; each
+  reference file is linked from its own sub-skill's index; every script under ``scripts/`` that is a command
   (it has a module-level ``if __name__ == "__main__":`` block; helper modules such as ``common/versions.py`` do not) is
   named by its path, ``scripts/<file>.py``, in the root ``SKILL.md``.
 - Size budgets: the root ``SKILL.md`` has at most 120 lines (frontmatter included); every skill Markdown file stays
@@ -72,7 +75,7 @@ from typing import Callable
 import pytest
 
 import bundle_helpers as bundle
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, SKILL_DIR
 
 # The good fixture is stored with its SKILL.md files named SKILL.fixture.md, so no agent client that scans a clone
 # (Codex, Gemini CLI, the skills CLI) offers it as a skill; it is built under its real names once per session.
@@ -93,13 +96,13 @@ def _report(problems: list[str]) -> str:
 
 @pytest.mark.parametrize("check_name", sorted(bundle.CHECKS))
 def test_real_bundle(check_name: str) -> None:
-    problems = bundle.CHECKS[check_name](REPO_ROOT)
+    problems = bundle.CHECKS[check_name](SKILL_DIR)
     assert not problems, _report(problems)
 
 
 def test_real_bundle_passes_skills_ref(tmp_path: Path) -> None:
     pytest.importorskip("skills_ref", reason=SKILLS_REF_SKIP_REASON)
-    problems = bundle.check_skills_ref(REPO_ROOT, tmp_path)
+    problems = bundle.check_skills_ref(SKILL_DIR, tmp_path)
     assert not problems, _report(problems)
 
 
@@ -112,7 +115,7 @@ def test_real_repository_files_come_from_git_and_skip_ignored_entries() -> None:
     if not (REPO_ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     files = bundle.list_files(REPO_ROOT)
-    assert "SKILL.md" in files
+    assert "skills/scaling-and-backends/SKILL.md" in files
     assert "tests/test_bundle_contract.py" in files
     assert not [path for path in files if path.startswith((".git/", ".venv/")) or "__pycache__" in path]
 
@@ -148,9 +151,9 @@ def test_fixture_files_come_from_a_walk_that_skips_caches(tmp_path: Path) -> Non
 
 
 def _copy_good(tmp_path: Path) -> Path:
-    copy = tmp_path / "bundle" / bundle.ROOT_SKILL_NAME
-    shutil.copytree(GOOD_FIXTURE, copy)
-    return copy
+    """A copy of the good fixture's repository; returns its bundle root, ``<copy>/skills/scaling-and-backends``."""
+    shutil.copytree(GOOD_FIXTURE.parent.parent, tmp_path / "repo")
+    return tmp_path / "repo" / bundle.SKILLS_FOLDER / bundle.ROOT_SKILL_NAME
 
 
 def _replace(root: Path, relative: str, old: str, new: str) -> None:
@@ -166,9 +169,9 @@ def _write(root: Path, relative: str, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-BODY_LINE = "Back to the [router](../SKILL.md)."  # line 12 of vllm-reference/SKILL.md and troubleshooting/SKILL.md
+BODY_LINE = "Back to the [router](../SKILL.md)."  # line 12 of vllm-reference/README.md and troubleshooting/README.md
 SECTION = "## Versions (time-sensitive)\n"
-REFERENCE = "# A reference\n\nBack to [the sub-skill](SKILL.md).\n\n" + SECTION + "\nNone.\n"
+REFERENCE = "# A reference\n\nBack to [the sub-skill](README.md).\n\n" + SECTION + "\nNone.\n"
 COMMAND = 'def main() -> int:\n    return 0\n\n\nif __name__ == "__main__":\n    raise SystemExit(main())\n'
 HOME_PATH = "/" + "home/alice/models"  # built at run time: this module must not hold a machine path itself
 TMP_PATH = "/" + "tmp/cache"
@@ -183,7 +186,7 @@ def _pad_root(root: Path, total_lines: int) -> None:
 
 def _two_level_chain(root: Path) -> None:
     _write(root, "backend-selection/zero.md", REFERENCE)
-    _replace(root, "backend-selection/SKILL.md", "(deepspeed.md).", "(deepspeed.md) and [ZeRO](zero.md).")
+    _replace(root, "backend-selection/README.md", "(deepspeed.md).", "(deepspeed.md) and [ZeRO](zero.md).")
     _replace(root, "backend-selection/deepspeed.md", "(../SKILL.md).", "(../SKILL.md). Then read [ZeRO](zero.md).")
 
 
@@ -205,32 +208,32 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
     ),
     (
         "sub-name-differs-from-folder",
-        lambda r: _replace(r, "backend-selection/SKILL.md", "name: backend-selection", "name: backend-choice"),
+        lambda r: _replace(r, "backend-selection/README.md", "name: backend-selection", "name: backend-choice"),
         "frontmatter",
-        ("backend-selection/SKILL.md: name 'backend-choice' must be 'backend-selection'",),
+        ("backend-selection/README.md: name 'backend-choice' must be 'backend-selection'",),
     ),
     (
         "duplicate-name",
-        lambda r: _replace(r, "vllm-reference/SKILL.md", "name: vllm-reference", "name: troubleshooting"),
+        lambda r: _replace(r, "vllm-reference/README.md", "name: vllm-reference", "name: troubleshooting"),
         "frontmatter",
-        ("troubleshooting/SKILL.md: name 'troubleshooting' is already used by vllm-reference/SKILL.md",),
+        ("troubleshooting/README.md: name 'troubleshooting' is already used by vllm-reference/README.md",),
     ),
     (
         "single-quoted-description",
         lambda r: _replace(
             r,
-            "backend-selection/SKILL.md",
+            "backend-selection/README.md",
             '"Fixture sub-skill: pick a backend."',
             "'Fixture sub-skill: pick a backend.'",
         ),
         "frontmatter",
-        ("backend-selection/SKILL.md: description must be a double-quoted YAML scalar",),
+        ("backend-selection/README.md: description must be a double-quoted YAML scalar",),
     ),
     (
         "plain-description",
         lambda r: _replace(
             r,
-            "backend-selection/SKILL.md",
+            "backend-selection/README.md",
             '"Fixture sub-skill: pick a backend."',
             "Fixture sub-skill, pick a backend.",
         ),
@@ -239,15 +242,15 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
     ),
     (
         "description-angle-brackets",
-        lambda r: _replace(r, "backend-selection/SKILL.md", "pick a backend.", "pick a <backend>."),
+        lambda r: _replace(r, "backend-selection/README.md", "pick a backend.", "pick a <backend>."),
         "frontmatter",
-        ("backend-selection/SKILL.md: description must not contain angle brackets",),
+        ("backend-selection/README.md: description must not contain angle brackets",),
     ),
     (
         "description-too-long",
-        lambda r: _replace(r, "backend-selection/SKILL.md", "pick a backend.", "x" * 490),
+        lambda r: _replace(r, "backend-selection/README.md", "pick a backend.", "x" * 490),
         "frontmatter",
-        ("backend-selection/SKILL.md: description has 509 characters; the limit is 500",),
+        ("backend-selection/README.md: description has 509 characters; the limit is 500",),
     ),
     (
         "string-true",
@@ -257,15 +260,15 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
     ),
     (
         "missing-license-key",
-        lambda r: _replace(r, "troubleshooting/SKILL.md", "license: Apache-2.0\n", ""),
+        lambda r: _replace(r, "troubleshooting/README.md", "license: Apache-2.0\n", ""),
         "frontmatter",
-        ("troubleshooting/SKILL.md: missing frontmatter keys ['license']",),
+        ("troubleshooting/README.md: missing frontmatter keys ['license']",),
     ),
     (
         "other-license",
-        lambda r: _replace(r, "troubleshooting/SKILL.md", "license: Apache-2.0", "license: MIT"),
+        lambda r: _replace(r, "troubleshooting/README.md", "license: Apache-2.0", "license: MIT"),
         "frontmatter",
-        ("troubleshooting/SKILL.md: license must be 'Apache-2.0', got 'MIT'",),
+        ("troubleshooting/README.md: license must be 'Apache-2.0', got 'MIT'",),
     ),
     (
         "extra-key",
@@ -281,9 +284,9 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
     ),
     (
         "wrong-disco-role",
-        lambda r: _replace(r, "vllm-reference/SKILL.md", "disco-role: operating", "disco-role: advisory"),
+        lambda r: _replace(r, "vllm-reference/README.md", "disco-role: operating", "disco-role: advisory"),
         "frontmatter",
-        ("vllm-reference/SKILL.md: metadata.disco-role must be 'operating', got 'advisory'",),
+        ("vllm-reference/README.md: metadata.disco-role must be 'operating', got 'advisory'",),
     ),
     (
         "root-version-not-semver",
@@ -294,16 +297,16 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
     (
         "metadata-number",
         lambda r: _replace(
-            r, "vllm-reference/SKILL.md", "disco-role: operating\n", "disco-role: operating\n  rev: 1.0\n"
+            r, "vllm-reference/README.md", "disco-role: operating\n", "disco-role: operating\n  rev: 1.0\n"
         ),
         "frontmatter",
-        ("vllm-reference/SKILL.md: metadata entry 'rev': 1.0 must map a string to a string",),
+        ("vllm-reference/README.md: metadata entry 'rev': 1.0 must map a string to a string",),
     ),
     (
         "no-frontmatter",
-        lambda r: _write(r, "troubleshooting/SKILL.md", "# troubleshooting\n\n" + SECTION),
+        lambda r: _write(r, "troubleshooting/README.md", "# troubleshooting\n\n" + SECTION),
         "frontmatter",
-        ("troubleshooting/SKILL.md: no YAML frontmatter",),
+        ("troubleshooting/README.md: no YAML frontmatter",),
     ),
     ("missing-license-file", lambda r: (r / "LICENSE").unlink(), "license", ("LICENSE: missing",)),
     (
@@ -314,54 +317,54 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
     ),
     (
         "link-wrong-case",
-        lambda r: _replace(r, "SKILL.md", "(backend-selection/SKILL.md)", "(Backend-Selection/SKILL.md)"),
+        lambda r: _replace(r, "SKILL.md", "(backend-selection/README.md)", "(Backend-Selection/README.md)"),
         "links",
-        ("SKILL.md:16: broken link (Backend-Selection/SKILL.md)", "case-sensitive"),
+        ("SKILL.md:16: broken link (Backend-Selection/README.md)", "case-sensitive"),
     ),
     (
         "link-file-wrong-case",
-        lambda r: _replace(r, "backend-selection/SKILL.md", "(deepspeed.md)", "(DeepSpeed.md)"),
+        lambda r: _replace(r, "backend-selection/README.md", "(deepspeed.md)", "(DeepSpeed.md)"),
         "links",
-        ("backend-selection/SKILL.md:12: broken link (DeepSpeed.md)",),
+        ("backend-selection/README.md:12: broken link (DeepSpeed.md)",),
     ),
     (
         "link-missing-target",
-        lambda r: _replace(r, "vllm-reference/SKILL.md", "(../SKILL.md)", "(servers.md#modes)"),
+        lambda r: _replace(r, "vllm-reference/README.md", "(../SKILL.md)", "(servers.md#modes)"),
         "links",
-        ("vllm-reference/SKILL.md:12: broken link (servers.md#modes): vllm-reference/servers.md does not exist",),
+        ("vllm-reference/README.md:12: broken link (servers.md#modes): vllm-reference/servers.md does not exist",),
     ),
     (
         "link-leaves-unit",
-        lambda r: _replace(r, "vllm-reference/SKILL.md", "(../SKILL.md)", "(../../README.md)"),
+        lambda r: _replace(r, "vllm-reference/README.md", "(../SKILL.md)", "(../../README.md)"),
         "links",
-        ("vllm-reference/SKILL.md:12: broken link (../../README.md): the target lies outside the installed unit",),
+        ("vllm-reference/README.md:12: broken link (../../README.md): the target lies outside the installed unit",),
     ),
     (
         "link-to-dev-file",
-        lambda r: _replace(r, "vllm-reference/SKILL.md", "(../SKILL.md)", "(../tests/README.md)"),
+        lambda r: _replace(r, "vllm-reference/README.md", "(../SKILL.md)", "(../tests/README.md)"),
         "links",
         ("outside the installed unit",),
     ),
     (
         "absolute-link",
-        lambda r: _replace(r, "vllm-reference/SKILL.md", "(../SKILL.md)", "(/SKILL.md)"),
+        lambda r: _replace(r, "vllm-reference/README.md", "(../SKILL.md)", "(/SKILL.md)"),
         "links",
-        ("vllm-reference/SKILL.md:12: broken link (/SKILL.md): links must be relative paths",),
+        ("vllm-reference/README.md:12: broken link (/SKILL.md): links must be relative paths",),
     ),
     ("two-level-chain", _two_level_chain, "reference_depth", ("backend-selection/deepspeed.md:3:", "one level deep")),
     (
         "reference-not-linked",
         lambda r: _write(r, "troubleshooting/nccl.md", REFERENCE),
         "reference_depth",
-        ("troubleshooting/nccl.md: not linked from troubleshooting/SKILL.md",),
+        ("troubleshooting/nccl.md: not linked from troubleshooting/README.md",),
     ),
     (
         "root-misses-a-sub-skill",
         lambda r: _replace(
-            r, "SKILL.md", '- [Troubleshooting](<troubleshooting/SKILL.md> "failures"): failed runs.\n', ""
+            r, "SKILL.md", '- [Troubleshooting](<troubleshooting/README.md> "failures"): failed runs.\n', ""
         ),
         "reference_depth",
-        ("SKILL.md: does not link troubleshooting/SKILL.md",),
+        ("SKILL.md: does not link troubleshooting/README.md",),
     ),
     (
         "command-not-mentioned",
@@ -377,41 +380,41 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
     ),
     (
         "machine-path-in-markdown",
-        lambda r: _replace(r, "vllm-reference/SKILL.md", BODY_LINE, f"{BODY_LINE} Cache: `{TMP_PATH}`."),
+        lambda r: _replace(r, "vllm-reference/README.md", BODY_LINE, f"{BODY_LINE} Cache: `{TMP_PATH}`."),
         "machine_paths",
-        ("vllm-reference/SKILL.md:12: machine path '/",),
+        ("vllm-reference/README.md:12: machine path '/",),
     ),
     (
         "version-outside-section",
-        lambda r: _replace(r, "troubleshooting/SKILL.md", BODY_LINE, f"{BODY_LINE} Needs TRL 1.16.0 or newer."),
+        lambda r: _replace(r, "troubleshooting/README.md", BODY_LINE, f"{BODY_LINE} Needs TRL 1.16.0 or newer."),
         "time_sensitive",
-        ("troubleshooting/SKILL.md:12: time-sensitive package version 'TRL 1.16.0' outside",),
+        ("troubleshooting/README.md:12: time-sensitive package version 'TRL 1.16.0' outside",),
     ),
     (
         "pin-in-code-outside-section",
         lambda r: _replace(
-            r, "troubleshooting/SKILL.md", BODY_LINE, f'{BODY_LINE}\n\n```bash\npip install "vllm==0.31.0"\n```'
+            r, "troubleshooting/README.md", BODY_LINE, f'{BODY_LINE}\n\n```bash\npip install "vllm==0.31.0"\n```'
         ),
         "time_sensitive",
-        ("troubleshooting/SKILL.md:15: time-sensitive package version 'vllm==0.31.0'",),
+        ("troubleshooting/README.md:15: time-sensitive package version 'vllm==0.31.0'",),
     ),
     (
         "word-outside-section",
-        lambda r: _replace(r, "troubleshooting/SKILL.md", BODY_LINE, f"{BODY_LINE} This is currently the default."),
+        lambda r: _replace(r, "troubleshooting/README.md", BODY_LINE, f"{BODY_LINE} This is currently the default."),
         "time_sensitive",
-        ("troubleshooting/SKILL.md:12: time-sensitive word 'currently'",),
+        ("troubleshooting/README.md:12: time-sensitive word 'currently'",),
     ),
     (
         "year-in-description",
-        lambda r: _replace(r, "troubleshooting/SKILL.md", 'troubleshooting."', 'troubleshooting, since 2025."'),
+        lambda r: _replace(r, "troubleshooting/README.md", 'troubleshooting."', 'troubleshooting, since 2025."'),
         "time_sensitive",
-        ("troubleshooting/SKILL.md:3: time-sensitive year '2025'",),
+        ("troubleshooting/README.md:3: time-sensitive year '2025'",),
     ),
     (
         "tag-outside-section",
-        lambda r: _replace(r, "troubleshooting/SKILL.md", BODY_LINE, f"{BODY_LINE} Fixed in v1.11."),
+        lambda r: _replace(r, "troubleshooting/README.md", BODY_LINE, f"{BODY_LINE} Fixed in v1.11."),
         "time_sensitive",
-        ("troubleshooting/SKILL.md:12: time-sensitive version tag 'v1.11'",),
+        ("troubleshooting/README.md:12: time-sensitive version tag 'v1.11'",),
     ),
     (
         "version-after-the-section",
@@ -421,9 +424,9 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
     ),
     (
         "missing-version-section",
-        lambda r: _replace(r, "vllm-reference/SKILL.md", SECTION, "## Versions\n"),
+        lambda r: _replace(r, "vllm-reference/README.md", SECTION, "## Versions\n"),
         "time_sensitive",
-        ("vllm-reference/SKILL.md: needs exactly one '## Versions (time-sensitive)' heading, found 0",),
+        ("vllm-reference/README.md: needs exactly one '## Versions (time-sensitive)' heading, found 0",),
     ),
     (
         "reference-without-version-section",
@@ -433,9 +436,9 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
     ),
     (
         "two-version-sections",
-        lambda r: _write(r, "vllm-reference/SKILL.md", (r / "vllm-reference/SKILL.md").read_text() + "\n" + SECTION),
+        lambda r: _write(r, "vllm-reference/README.md", (r / "vllm-reference/README.md").read_text() + "\n" + SECTION),
         "time_sensitive",
-        ("vllm-reference/SKILL.md: needs exactly one", "found 2 (lines 14, 18)"),
+        ("vllm-reference/README.md: needs exactly one", "found 2 (lines 14, 18)"),
     ),
     (
         "root-121-lines",
@@ -451,9 +454,15 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
     ),
     (
         "stray-top-level-file",
-        lambda r: _write(r, "notes.txt", "scratch\n"),
+        lambda r: _write(r.parent.parent, "notes.txt", "scratch\n"),
         "top_level",
         ("notes.txt: unexpected top-level entry",),
+    ),
+    (
+        "second-skill-in-the-skills-folder",
+        lambda r: _write(r.parent, "other/SKILL.md", "# other\n"),
+        "top_level",
+        ("skills/other: the skills folder holds only scaling-and-backends/",),
     ),
     (
         "missing-sub-skill",
@@ -465,7 +474,13 @@ BROKEN_BUNDLES: list[tuple[str, Mutation, str, tuple[str, ...]]] = [
         "nested-skill",
         lambda r: _write(r, "backend-selection/deep/SKILL.md", "# nested\n"),
         "installed_unit",
-        ("backend-selection/deep/SKILL.md: a SKILL.md may only sit",),
+        ("backend-selection/deep/SKILL.md: only the root may hold a SKILL.md",),
+    ),
+    (
+        "sub-skill-index-named-skill-md",
+        lambda r: (r / "troubleshooting/README.md").rename(r / "troubleshooting/SKILL.md"),
+        "installed_unit",
+        ("troubleshooting/SKILL.md: only the root may hold a SKILL.md", "index is README.md"),
     ),
     (
         "markdown-in-scripts",
@@ -496,7 +511,7 @@ def test_broken_bundle_fails_its_check(
     ("mutate", "fragment"),
     [
         pytest.param(
-            lambda r: _replace(r, "backend-selection/SKILL.md", "name: backend-selection", "name: backend-choice"),
+            lambda r: _replace(r, "backend-selection/README.md", "name: backend-selection", "name: backend-choice"),
             "Directory name 'backend-selection' must match skill name 'backend-choice'",
             id="name-differs-from-folder",
         ),
@@ -506,12 +521,14 @@ def test_broken_bundle_fails_its_check(
             id="another-extension-field",
         ),
         pytest.param(
-            lambda r: _replace(r, "vllm-reference/SKILL.md", 'description: "Fixture sub-skill: vllm-reference."\n', ""),
+            lambda r: _replace(
+                r, "vllm-reference/README.md", 'description: "Fixture sub-skill: vllm-reference."\n', ""
+            ),
             "Missing required field in frontmatter: description",
             id="missing-description",
         ),
         pytest.param(
-            lambda r: _replace(r, "troubleshooting/SKILL.md", "---\nname:", "name:"),
+            lambda r: _replace(r, "troubleshooting/README.md", "---\nname:", "name:"),
             "must start with YAML frontmatter",
             id="no-frontmatter",
         ),
@@ -641,7 +658,7 @@ def test_links_in_code_and_footnotes_are_not_links(tmp_path: Path) -> None:
     root = _copy_good(tmp_path)
     _replace(
         root,
-        "vllm-reference/SKILL.md",
+        "vllm-reference/README.md",
         BODY_LINE,
         f"{BODY_LINE} Code `[a](missing.md)` is not a link.\n\n```python\nx = [a](missing.md)\n```\n\n[^1]: A note.",
     )
@@ -650,6 +667,6 @@ def test_links_in_code_and_footnotes_are_not_links(tmp_path: Path) -> None:
 
 def test_reference_definitions_and_images_are_links(tmp_path: Path) -> None:
     root = _copy_good(tmp_path)
-    _replace(root, "vllm-reference/SKILL.md", BODY_LINE, f"{BODY_LINE} ![plot](plot.png)\n\n[ref]: Missing.md")
+    _replace(root, "vllm-reference/README.md", BODY_LINE, f"{BODY_LINE} ![plot](plot.png)\n\n[ref]: Missing.md")
     problems = bundle.check_links(root)
     assert [problem.split(":")[1] for problem in problems] == ["12", "14"], _report(problems)

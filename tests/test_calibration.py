@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 
+import plan_training as pt
 import pytest
 
-import plan_training as pt
 from conftest import REPO_ROOT
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "calibration"

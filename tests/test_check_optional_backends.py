@@ -12,10 +12,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import check_optional_backends as cob
+import pytest
 from diagnostic import base
+
 from diagnostic_helpers import (
     SCHEMA,
     SCRIPT,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from conftest import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "tools"))
 
-from clients.routes import skill_dir, warnings
+from clients.routes import COPY_COMMANDS, warnings
 from clients.sandbox import Ran
 
 
@@ -32,10 +33,8 @@ def test_warnings_keep_client_findings_and_drop_sandbox_noise_and_quoted_descrip
     ]
 
 
-def test_the_skill_folder_is_the_checkout_or_its_skills_folder(tmp_path: Path) -> None:
-    (tmp_path / "SKILL.md").write_text("x")
-    assert skill_dir(tmp_path) == tmp_path
-    (tmp_path / "SKILL.md").unlink()
-    (tmp_path / "skills/scaling-and-backends").mkdir(parents=True)
-    (tmp_path / "skills/scaling-and-backends/SKILL.md").write_text("x")
-    assert skill_dir(tmp_path) == tmp_path / "skills/scaling-and-backends"
+def test_the_copy_route_runs_the_readmes_copy_block_line_for_line() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- install-test: copy -->\n```bash\n(.*?)```", readme, re.S)
+    assert block is not None
+    assert tuple(block.group(1).strip().splitlines()) == COPY_COMMANDS

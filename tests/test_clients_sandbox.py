@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from conftest import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "tools"))
 
-from clients.sandbox import Home, snapshot_checkout
+from clients import pins
+from clients.sandbox import Home, install_clients, snapshot_checkout
 
 
 def test_snapshot_keeps_tracked_and_new_files_and_leaves_ignored_ones(tmp_path: Path) -> None:
@@ -40,3 +44,27 @@ def test_a_home_is_empty_and_drops_account_variables(tmp_path: Path, monkeypatch
     assert env["HOME"] == str(home.path) and [p.name for p in home.path.iterdir()] == ["work"]
     assert "ANTHROPIC_API_KEY" not in env and "OPENAI_API_KEY" not in env
     assert env["DO_NOT_TRACK"] == "1" and env["PATH"].startswith(str(tmp_path / "bin"))
+
+
+def test_only_the_clients_asked_for_are_installed_and_a_prefix_that_holds_them_is_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "npm-calls.txt"
+    fake = tmp_path / "bin" / "npm"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {log}\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    prefix = tmp_path / "prefix"
+    codex, claude = (f"{name}@{version}" for name, version in (pins.CLIENTS["codex"], pins.CLIENTS["claude"]))
+    node = "{}@{}".format(*pins.NODE)
+
+    install_clients(prefix, {"codex"})
+    install_clients(prefix, {"codex"})  # already there: npm is not called again
+    install_clients(prefix, {"claude"})  # what the prefix held is installed again with the new client
+
+    calls = log.read_text().splitlines()
+    assert len(calls) == 2
+    assert codex in calls[0].split() and claude not in calls[0].split() and node not in calls[0].split()
+    assert {codex, claude, node} <= set(calls[1].split())
+    assert set((prefix / "installed.txt").read_text().split()) == {codex, claude, node}

@@ -10,7 +10,6 @@ import sys
 import time
 
 import pytest
-
 from common.output import (
     REDACTED,
     Scrubber,
@@ -23,6 +22,7 @@ from common.output import (
     run_cli,
     scrub,
 )
+
 from conftest import SCRIPTS_DIR
 
 HF = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz01234567"

@@ -15,7 +15,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
 from common.read import InputError, http_get, read_bytes, read_text, read_text_or_none, run_capped
 
 # --- files ---------------------------------------------------------------------------------------------------------

@@ -15,9 +15,9 @@ from typing import Any, List
 
 import pytest
 import yaml
-
 from common import simple_yaml
 from common.simple_yaml import YamlError
+
 from conftest import REPO_ROOT, SCRIPTS_DIR
 
 # TRL 1.16's shipped Accelerate presets (tests/fixtures/diagnostic/README.md) and the lint fixtures.

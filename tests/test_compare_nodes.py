@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import List
 
+import compare_nodes
 import pytest
 
-import compare_nodes
 from node_helpers import COMPARE, collect_baseline, compare_json, run_compare
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from diagnostic import gpus as diag_gpus
+
 from diagnostic_helpers import (
     DRIVER_FAILURE,
     H100_CSV,

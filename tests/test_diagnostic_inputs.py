@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from diagnostic.base import BACKEND_IDS
 from diagnostic.inputs import Request, TargetError, UsageError, load_request, parse_ids, parse_targets
 

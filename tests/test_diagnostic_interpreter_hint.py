@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
+from diagnostic import interpreter_hint as ih
 
 from conftest import SCRIPTS_DIR
-from diagnostic import interpreter_hint as ih
 from diagnostic_helpers import SCHEMA, SCRIPT, base_env, schema_errors
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from diagnostic import base
 from diagnostic import launch as diag_launch
+
 from diagnostic_helpers import FIXTURES, add_dist, add_stack, backend, base_env, fake_nvidia_smi, run_script
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Iterator, List, Tuple
 
 import pytest
-
 from diagnostic import network as diag_network
+
 from diagnostic_helpers import audit_run, run_script
 
 

@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from diagnostic import node as diag_node
+
 from diagnostic_helpers import (
     SCHEMA,
     add_dist,

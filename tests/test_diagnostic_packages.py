@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 from diagnostic import packages as diag_packages
+
 from diagnostic_helpers import add_dist, add_fixture_dist, add_stack, backend, compat_rows, run_script
 
 

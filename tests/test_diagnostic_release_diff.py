@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from diagnostic import release_diff as rdiff
+
 from diagnostic_helpers import SCHEMA, add_dist, add_fixture_dist, add_stack, run_script, schema_errors
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -18,6 +18,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
 TOOLS_DIR = REPO_ROOT / "tools"
 if str(TOOLS_DIR) not in sys.path:
     sys.path.insert(0, str(TOOLS_DIR))
@@ -25,7 +26,7 @@ if str(TOOLS_DIR) not in sys.path:
 import claim_scopes as cs  # noqa: E402
 
 CORPUS = REPO_ROOT / "tests" / "fixtures" / "failure_reports"
-TEXT = REPO_ROOT / "troubleshooting"
+TEXT = SKILL_DIR / "troubleshooting"
 REQUIRED = ("thread", "title", "releases", "error_text", "cause", "fix", "confirmed_by", "applies", "entry")
 THREAD_RE = re.compile(r"^([\w.-]+)/([\w.-]+)#(\d+)$")
 CONFIRMED_RE = re.compile(r"^(maintainer comment: \S+ in [\w.-]+/[\w.-]+#\d+|merged PR [\w.-]+/[\w.-]+#\d+)")
@@ -193,7 +194,7 @@ def test_reporter_releases_are_inside_the_applies_range(name: str, case: Dict[st
 @pytest.mark.parametrize("name,case", CASES, ids=[n for n, _ in CASES])
 def test_case_greps_to_its_entry_with_cause_fix_and_scope(name: str, case: Dict[str, object]):
     entry = dict(case["entry"])  # type: ignore[arg-type]
-    path = REPO_ROOT / str(entry["file"])
+    path = SKILL_DIR / str(entry["file"])
     section = find_section(path, str(entry["heading"])) if path.is_file() else None
     assert section is not None, f"{name}: no heading {entry['heading']!r} in {entry['file']}"
     fragment = fragments(str(case["error_text"]))[0]

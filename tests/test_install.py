@@ -1,9 +1,11 @@
 """Install paths: manifests, the installed file set, tools/install_skill.py end to end, README blocks, the version.
 
-- Manifests are checked against the fields and types their agent documents: Claude Code's ``plugin.json`` and
-  ``marketplace.json`` (code.claude.com plugins and marketplace reference) and Codex's ``agents/openai.yaml``
+- Manifests are checked against the fields and types their agent documents: Claude Code's ``marketplace.json``
+  (code.claude.com plugins and marketplace reference; its one entry, ``strict: false``, is the plugin's whole
+  manifest and its source is ``skills/``, which Codex's plugin route reads too) and Codex's ``agents/openai.yaml``
   (openai/codex ``codex-rs/core-skills/src/loader.rs``: ``interface``, ``dependencies``, ``policy``).
-- The installable file set is ``INSTALLED_ENTRIES`` of the tool, walked without caches and dot files; every copy
+- The installable file set is ``INSTALLED_ENTRIES`` of the tool under ``skills/scaling-and-backends/``, walked without
+  caches and dot files; every copy
   install (the tool for each agent, the README's plain copy) must yield exactly that set, and no ``__pycache__``.
 - Layouts are read the way each agent reads them: Claude Code, Cursor and Gemini CLI register
   ``<skills>/<folder>/SKILL.md`` one level deep with name = folder; Codex walks the skills folder recursively
@@ -26,7 +28,7 @@ import pytest
 import yaml
 
 import bundle_helpers as bundle
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, SKILL_DIR
 
 TOOLS_DIR = REPO_ROOT / "tools"
 if str(TOOLS_DIR) not in sys.path:
@@ -35,6 +37,7 @@ if str(TOOLS_DIR) not in sys.path:
 import install_skill as tool  # noqa: E402
 
 SKILL = "scaling-and-backends"
+SKILL_REL = Path("skills") / SKILL  # where a checkout holds the skill
 AGENT_USER_DIRS = {
     "claude": ".claude/skills",
     "codex": ".agents/skills",
@@ -54,8 +57,8 @@ RESERVED_MARKETPLACE_NAMES = {
 }
 
 
-def installable(root: Path = REPO_ROOT) -> list[str]:
-    return tool.installable_files(root)
+def installable(checkout: Path = REPO_ROOT) -> list[str]:
+    return tool.installable_files(checkout / SKILL_REL)
 
 
 def files_under(folder: Path) -> list[str]:
@@ -84,7 +87,7 @@ def fake_checkout(tmp_path: Path) -> Path:
             continue
         (clone / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, clone / relative)
-    cache = clone / "scripts" / "__pycache__"
+    cache = clone / SKILL_REL / "scripts" / "__pycache__"
     cache.mkdir(exist_ok=True)
     (cache / "versions.cpython-311.pyc").write_bytes(b"\0cache")
     return clone
@@ -144,11 +147,10 @@ def assert_loadable(agent: str, skills_dir: Path) -> None:
     """The layout as the agent reads it: one skill named for its folder; for Codex one root and three helpers."""
     if agent == "codex":
         skills = codex_skills(skills_dir)
-        assert set(skills) == {SKILL, *bundle.SUB_SKILLS}
-        assert all(skills[name]["folder"].name == name for name in skills)
-        assert not [name for name, skill in skills.items() if implicit(skill["meta"])], "all four are explicit-only"
-        entry_points = [name for name, skill in skills.items() if skill["meta"]["interface"].get("default_prompt")]
-        assert entry_points == [SKILL], "one skill is the one to start; the helpers have no default prompt"
+        assert set(skills) == {SKILL}, "the sub-skill indexes are README.md files, which Codex does not register"
+        assert skills[SKILL]["folder"].name == SKILL
+        assert not implicit(skills[SKILL]["meta"]), "explicit-only"
+        assert skills[SKILL]["meta"]["interface"].get("default_prompt")
     else:
         assert list(one_level_skills(skills_dir)) == [SKILL]
         assert frontmatter(skills_dir / SKILL / "SKILL.md")["disable-model-invocation"] is True
@@ -212,21 +214,6 @@ def plugin_skill_dirs(plugin_root: Path, skills: object) -> list[Path]:
     return resolved
 
 
-def test_claude_plugin_manifest_matches_the_documented_schema() -> None:
-    plugin = load_json(".claude-plugin/plugin.json")
-    assert type_problems(plugin, PLUGIN_FIELDS, "plugin.json") == []
-    assert KEBAB_RE.match(plugin["name"]) and plugin["name"] == SKILL
-    assert SEMVER_RE.match(plugin["version"])
-    assert all(isinstance(word, str) for word in plugin.get("keywords", []))
-    # The array form: each entry is a skill folder. The string form "./" means "scan" and fails the path check.
-    assert isinstance(plugin["skills"], list)
-    dirs = plugin_skill_dirs(REPO_ROOT, plugin["skills"])
-    assert dirs == [REPO_ROOT.resolve()], "the plugin registers exactly one skill: the repository root"
-    assert frontmatter(REPO_ROOT / "SKILL.md")["name"] == SKILL
-    assert not (REPO_ROOT / "skills").exists(), "a default skills/ folder would register more skills"
-    assert not list((REPO_ROOT / "agents").glob("*.md")), "Claude Code reads agents/*.md as subagents"
-
-
 def test_claude_marketplace_manifest_matches_the_documented_schema() -> None:
     market = load_json(".claude-plugin/marketplace.json")
     assert type_problems(market, MARKETPLACE_FIELDS, "marketplace.json") == []
@@ -235,14 +222,23 @@ def test_claude_marketplace_manifest_matches_the_documented_schema() -> None:
     assert len(market["plugins"]) == 1
     entry = market["plugins"][0]
     assert type_problems(entry, MARKETPLACE_PLUGIN_FIELDS, "marketplace.json plugins[0]") == []
-    assert entry["name"] == load_json(".claude-plugin/plugin.json")["name"]
-    assert entry["source"] == "./", "relative sources start with ./ and resolve inside the marketplace repository"
-    assert (REPO_ROOT / entry["source"] / ".claude-plugin" / "plugin.json").is_file()
+    assert KEBAB_RE.match(entry["name"]) and entry["name"] == SKILL
+    assert SEMVER_RE.match(entry["version"])
+    # The plugin is the skills/ folder alone (what Claude Code and Codex copy into their plugin caches), declared by
+    # the marketplace entry itself: no plugin.json, which would have to sit inside the copied folder.
+    assert entry["source"] == "./skills", "relative sources start with ./ and resolve inside the marketplace repository"
+    assert entry["strict"] is False, "without a plugin.json the marketplace entry is the whole manifest"
+    plugin_root = REPO_ROOT / entry["source"]
+    assert plugin_skill_dirs(plugin_root, entry["skills"]) == [SKILL_DIR.resolve()], "exactly one skill"
+    assert sorted(p.name for p in plugin_root.iterdir()) == [SKILL], (
+        "the plugin folder holds the skill and nothing else"
+    )
+    assert not list(REPO_ROOT.glob("**/.claude-plugin/plugin.json")), "the marketplace entry is the manifest"
+    assert not list((SKILL_DIR / "agents").glob("*.md")), "Claude Code reads agents/*.md as subagents"
 
 
-@pytest.mark.parametrize("folder", ["", *bundle.SUB_SKILLS])
-def test_codex_openai_yaml_matches_the_loader_fields(folder: str) -> None:
-    path = REPO_ROOT / folder / "agents" / "openai.yaml"
+def test_codex_openai_yaml_matches_the_loader_fields() -> None:
+    path = SKILL_DIR / "agents" / "openai.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert set(data) <= {"interface", "dependencies", "policy"}
     interface = data["interface"]
@@ -279,9 +275,8 @@ def test_one_version_everywhere() -> None:
     market = load_json(".claude-plugin/marketplace.json")
     found = {
         "pyproject.toml": version,
-        "SKILL.md metadata.version": frontmatter(REPO_ROOT / "SKILL.md")["metadata"]["version"],
-        "install tool": tool.skill_version(REPO_ROOT),
-        "plugin.json": load_json(".claude-plugin/plugin.json")["version"],
+        "SKILL.md metadata.version": frontmatter(SKILL_DIR / "SKILL.md")["metadata"]["version"],
+        "install tool": tool.skill_version(SKILL_DIR),
         "marketplace.json metadata.version": market["metadata"]["version"],
         "marketplace.json plugins[0].version": market["plugins"][0]["version"],
     }
@@ -312,15 +307,16 @@ def test_installable_set_is_the_installed_unit_without_development_files() -> No
     assert not [f for f in files if f.split("/")[0] in {"tests", "tools", ".claude-plugin"}]
     # Same unit as the bundle contract uses.
     assert set(tool.INSTALLED_ENTRIES) == set(bundle.INSTALLED_UNIT)
-    expected = [f for f in bundle.list_files(REPO_ROOT) if f.split("/")[0] in tool.INSTALLED_ENTRIES]
+    expected = [f for f in bundle.list_files(SKILL_DIR) if f.split("/")[0] in tool.INSTALLED_ENTRIES]
     assert files == sorted(expected)
 
 
 def test_a_symlink_in_the_unit_is_refused(tmp_path: Path) -> None:
     clone = fake_checkout(tmp_path)
-    (clone / "scripts" / "link.py").symlink_to(clone / "scripts" / "common/versions.py")
+    scripts = clone / SKILL_REL / "scripts"
+    (scripts / "link.py").symlink_to(scripts / "common/versions.py")
     with pytest.raises(tool.InstallError, match="symbolic link"):
-        tool.installable_files(clone)
+        tool.installable_files(clone / SKILL_REL)
 
 
 # ======================================================================================================================
@@ -355,9 +351,9 @@ def test_install_check_update_uninstall_for_each_agent(tmp_path: Path, agent: st
     assert run_tool(["--agent", agent, "--check"], home, tmp_path, clone).returncode == 0
 
     # A new release in the checkout: --check sees it, --update installs it.
-    skill_md = clone / "SKILL.md"
+    skill_md = clone / SKILL_REL / "SKILL.md"
     skill_md.write_text(skill_md.read_text().replace(f'version: "{pyproject_version()}"', 'version: "9.9.9"'))
-    (clone / "scripts" / "new_helper.py").write_text("VALUE = 1\n")
+    (clone / SKILL_REL / "scripts" / "new_helper.py").write_text("VALUE = 1\n")
     checked = run_tool(["--agent", agent, "--check"], home, tmp_path, clone)
     assert checked.returncode == 1
     assert "changed: SKILL.md" in checked.stdout and "missing: scripts/new_helper.py" in checked.stdout
@@ -507,13 +503,15 @@ def test_readme_install_block_gives_a_loadable_layout(tmp_path: Path, name: str)
     assert_loadable(agent, skills_dir)
 
 
-def test_readme_names_the_plugin_route_as_not_supported_with_the_manifests_names() -> None:
+def test_readme_gives_the_plugin_and_client_routes_with_the_manifests_names() -> None:
     text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    plugin = load_json(".claude-plugin/plugin.json")["name"]
-    market = load_json(".claude-plugin/marketplace.json")["name"]
-    unsupported = text.split("**Not supported yet**", 1)[1].split("\n\n", 1)[0]
-    assert f"/plugin install {plugin}@{market}" in unsupported
-    assert "/plugin marketplace update" not in text, "no update line for a route the README does not keep"
+    market = load_json(".claude-plugin/marketplace.json")
+    plugin = f"{market['plugins'][0]['name']}@{market['name']}"
+    install = text.split("\n## Install\n", 1)[1].split("\n### What each client does", 1)[0]
+    assert f"/plugin install {plugin}" in install and f"codex plugin add {plugin}" in install
+    assert "gemini skills install skills/scaling-and-backends" in install
+    unsupported = install.split("**Not supported**", 1)[1].split("\n\n", 1)[0]
+    assert "gemini extensions install" in unsupported
 
 
 # ======================================================================================================================
@@ -551,11 +549,11 @@ def test_readme_lists_each_extension_field_with_what_each_host_does() -> None:
         assert row.count("|") >= 6, f"{field}: the row needs a column per host"
     # The frontmatter holds no other non-spec field than the one listed.
     for relative, _ in bundle.skill_md_paths():
-        keys = set(frontmatter(REPO_ROOT / relative))
+        keys = set(frontmatter(SKILL_DIR / relative))
         assert keys - {"name", "description", "license", "compatibility", "metadata", "allowed-tools"} == {
             "disable-model-invocation"
         }
-        assert set(frontmatter(REPO_ROOT / relative)["metadata"]) <= {"disco-role", "version"}
+        assert set(frontmatter(SKILL_DIR / relative)["metadata"]) <= {"disco-role", "version"}
 
 
 # ======================================================================================================================
@@ -645,7 +643,7 @@ def test_a_fifo_or_dev_zero_link_in_the_copy_and_a_deep_folder_are_refused_clean
 
 def test_non_utf8_source_skill_md_and_control_characters_in_paths(tmp_path: Path) -> None:
     clone = fake_checkout(tmp_path)
-    (clone / "SKILL.md").write_bytes(b"---\nname: \xff\xfe\n---\n")
+    (clone / SKILL_REL / "SKILL.md").write_bytes(b"---\nname: \xff\xfe\n---\n")
     home = tmp_path / "home"
     home.mkdir()
     result = run_tool(["--agent", "claude"], home, tmp_path, clone)

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import List
 
 import pytest
-
-from node_helpers import codes, collect_baseline, compared, planted, run_compare
 from nodes import compare as nodes_compare
 from nodes.groups import new_finding
+
+from node_helpers import codes, collect_baseline, compared, planted, run_compare
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, Dict
 
 import pytest
-
 from nodes.load import (
     MAX_INPUT_BYTES,
     InputError,

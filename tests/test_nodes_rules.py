@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from nodes.groups import groups_text
 
 from diagnostic_helpers import H100_CSV
 from node_helpers import (
@@ -25,7 +26,6 @@ from node_helpers import (
     run_compare,
     spec,
 )
-from nodes.groups import groups_text
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from planner import model as pm
 
 from conftest import REPO_ROOT
-from planner import model as pm
 
 PARITY = json.loads((REPO_ROOT / "tests" / "fixtures" / "peft_parity.json").read_text(encoding="utf-8"))
 MODEL_DIR = REPO_ROOT / "tests" / "fixtures" / "model_configs"

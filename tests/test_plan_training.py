@@ -12,12 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import plan_training as pt
-from conftest import REPO_ROOT, SCRIPTS_DIR
+import pytest
 from planner import memory as plan_memory
 from planner import model as plan_model
+
+from conftest import REPO_ROOT, SCRIPTS_DIR
 
 MODEL_DIR = REPO_ROOT / "tests" / "fixtures" / "model_configs"
 SCRIPT = SCRIPTS_DIR / "plan_training.py"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
-
 import plan_training as pt
-from conftest import REPO_ROOT
+import pytest
 from planner import assemble as plan_assemble
 
-SKILL = REPO_ROOT / "backend-selection" / "SKILL.md"
+from conftest import REPO_ROOT, SKILL_DIR
+
+SKILL = SKILL_DIR / "backend-selection" / "README.md"
 MODEL_DIR = REPO_ROOT / "tests" / "fixtures" / "model_configs"
 
 

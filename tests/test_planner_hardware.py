@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
 from planner.hardware import GIB, cc_value, resolve_hardware
 from planner.inputs import Flags, PlanInputError, load_request
 

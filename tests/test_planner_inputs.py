@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
-
 import plan_training as pt
+import pytest
 from planner.inputs import (
     Flags,
     PlanInputError,
@@ -125,10 +124,10 @@ def test_the_trl_defaults_table_is_fresh() -> None:
 
     from tools.facts import planner_defaults
 
-    from conftest import REPO_ROOT
+    from conftest import REPO_ROOT, SKILL_DIR
 
     history = json.loads((REPO_ROOT / "tests" / "facts" / "release_history.json").read_text(encoding="utf-8"))
-    shipped = (REPO_ROOT / "scripts" / "planner" / "trl_defaults.json").read_text(encoding="utf-8")
+    shipped = (SKILL_DIR / "scripts" / "planner" / "trl_defaults.json").read_text(encoding="utf-8")
     assert planner_defaults.render(planner_defaults.build(history)) == shipped, (
         "stale: run python3 -m tools.facts.planner_defaults"
     )

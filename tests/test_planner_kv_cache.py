@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from conftest import REPO_ROOT
 from planner import kv_cache as kc
 from planner import model as pm
 from planner import split
+
+from conftest import REPO_ROOT
 
 MODEL_DIR = REPO_ROOT / "tests" / "fixtures" / "model_configs"
 PARITY = json.loads((REPO_ROOT / "tests" / "fixtures" / "vllm_kv_parity.json").read_text(encoding="utf-8"))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from planner import memory as pmem
 
 GB = 2**30  # DeepSpeed's estimator prints bytes / 2**30 as "GB"

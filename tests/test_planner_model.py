@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from planner import model as pm
 
 from conftest import REPO_ROOT
-from planner import model as pm
 
 MODEL_DIR = REPO_ROOT / "tests" / "fixtures" / "model_configs"
 

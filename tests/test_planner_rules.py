@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import plan_training as pt
-from conftest import REPO_ROOT
+import pytest
 from planner import inputs as plan_inputs
 from planner import rules as plan_rules
+
+from conftest import REPO_ROOT
 
 LINT_DIR = REPO_ROOT / "tests" / "fixtures" / "lint"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
-
 import plan_training as pt
-from conftest import REPO_ROOT
+import pytest
 from planner import verdict as pv
+
+from conftest import REPO_ROOT
 
 MODELS = REPO_ROOT / "tests" / "fixtures" / "model_configs"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from preflight import data as vdata
 
 from fake_vllm_server import model_list, server_info
-from preflight import data as vdata
 
 
 def _response(route: str, body) -> vdata.Response:

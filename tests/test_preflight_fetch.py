@@ -10,7 +10,6 @@ import time
 import urllib.error
 
 import pytest
-
 from preflight import data as vdata
 from preflight import fetch as vfetch
 

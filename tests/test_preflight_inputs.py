@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from common.output import Scrubber
 from preflight import inputs
 

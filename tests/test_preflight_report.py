@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from preflight import report as vllm_report
+
 from vllm_helpers import TRL_RANGE, intent, snapshot
 
 

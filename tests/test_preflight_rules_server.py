@@ -8,10 +8,10 @@ tests/fixtures/vllm_server/); each expected outcome reproduces TRL 1.16's ``sele
 from __future__ import annotations
 
 import pytest
-
-from fake_vllm_server import server_info
 from preflight import data as vdata
 from preflight import rules_server as vrules
+
+from fake_vllm_server import server_info
 from vllm_helpers import by_id, ids, intent, judge, lora, snapshot
 
 

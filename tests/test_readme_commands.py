@@ -29,7 +29,7 @@ TRIAGE_LOG = REPO_ROOT / "tests" / "fixtures" / "triage" / "oom-8-ranks.log"
 
 
 def lay_down_inputs(command: str, cwd: Path) -> None:
-    if command.startswith("python3 scripts/triage_log.py"):
+    if command.startswith("python3 skills/scaling-and-backends/scripts/triage_log.py"):
         (cwd / "logs").mkdir(exist_ok=True)
         for rank in range(2):
             (cwd / "logs" / f"rank{rank}.log").write_text(TRIAGE_LOG.read_text(encoding="utf-8"), encoding="utf-8")
@@ -81,7 +81,7 @@ def test_every_readme_command_is_run_or_skipped_for_a_reason(clone: Path) -> Non
             continue
         assert "<" not in command, f"README command with a placeholder the test cannot fill: {command}"
         # The plain copy goes into its own home: the tool refuses a folder it did not install, as it should.
-        where = copy_home if command.startswith("dest=") else home
+        where = copy_home if command.startswith("mkdir -p ~/.claude/skills") else home
         lay_down_inputs(command, clone)
         result = run(command, clone, where)
         if result.returncode != 0:

@@ -41,9 +41,9 @@ def _line_of(path: Path, needle: str) -> int:
 
 
 def test_skill_text_names_only_real_upstream_identifiers():
-    files = sc.skill_files(REPO_ROOT)
+    files = sc.skill_files(sc.SKILL_DIR)
     assert files, "no skill files found"
-    failures, checker = sc.check_paths(files, root=REPO_ROOT, allowlist_path=ALLOWLIST)
+    failures, checker = sc.check_paths(files, root=sc.SKILL_DIR, allowlist_path=ALLOWLIST)
     problems = [f.format() for f in failures] + checker.allowlist.problems
     problems += [f"{ALLOWLIST.name}: unused entry {name!r} (remove it)" for name in checker.allowlist.unused()]
     assert not problems, "\n" + "\n".join(problems)

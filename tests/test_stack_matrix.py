@@ -10,14 +10,16 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
 TOOLS_DIR = REPO_ROOT / "tools"
 if str(TOOLS_DIR) not in sys.path:
     sys.path.insert(0, str(TOOLS_DIR))
 
-import stack_matrix as tool  # noqa: E402
 from stack import matrix as sm  # noqa: E402
 
-MATRIX = REPO_ROOT / "scripts" / "stack" / "matrix.json"
+import stack_matrix as tool  # noqa: E402
+
+MATRIX = SKILL_DIR / "scripts" / "stack" / "matrix.json"
 
 
 def _data() -> dict:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-
 from stack import judge
 from stack.inputs import PlanRequest, parse_keeps
 from stack.matrix import load

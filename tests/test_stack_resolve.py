@@ -7,6 +7,7 @@ from typing import Dict, Optional, Sequence, Tuple
 from stack import judge
 from stack.inputs import Keep, PlanRequest, parse_keeps
 from stack.matrix import load
+
 from stack_helpers import TRL_10, TRL_18, TRL_116, pins
 
 MATRIX = load()

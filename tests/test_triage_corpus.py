@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-
 from triage import match
 from triage.inputs import Request
-from triage_helpers import interleave, watchdog
 from triage_log import triage
+
+from triage_helpers import interleave, watchdog
 
 CORPUS = Path(__file__).parent / "fixtures" / "failure_reports"
 # Cases whose posted error text the triage does not recognise yet (issue #18, left open): a first sentence of a

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 import pytest
-
 from triage import find, match, read
 from triage.read import SourceStats
+
 from triage_helpers import OOM, interleave, watchdog
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, SKILL_DIR
 
 TOOLS = REPO_ROOT / "tools"
 if str(TOOLS) not in sys.path:
@@ -31,8 +31,8 @@ def test_committed_index_is_current(built: dict) -> None:
 def test_every_blockquoted_message_of_the_troubleshooting_text_is_in_the_index(built: dict) -> None:
     indexed = {(e["file"], q["line"]) for e in built["entries"] for q in e["quotes"]}
     missing = []
-    for path in sorted((REPO_ROOT / "troubleshooting").glob("*.md")):
-        rel = path.relative_to(REPO_ROOT).as_posix()
+    for path in sorted((SKILL_DIR / "troubleshooting").glob("*.md")):
+        rel = path.relative_to(SKILL_DIR).as_posix()
         in_fence = False
         versions = False
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):

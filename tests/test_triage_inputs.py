@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from triage.inputs import TriageInputError, build_request, report_releases
 
 

@@ -4,7 +4,6 @@ figures, printed releases, shapes."""
 from __future__ import annotations
 
 import pytest
-
 from triage import patterns
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import List
 
 import pytest
-
 from triage import read
 from triage.read import Hit, Source, SourceStats
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Optional
 
-from fake_vllm_server import model_list, server_info
 from preflight import data as vdata
 from preflight import rules_replicas as vreplicas
 from preflight import rules_server as vrules
+
+from fake_vllm_server import model_list, server_info
 
 
 def snapshot(

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = REPO_ROOT / "scripts" / "check_optional_backends.py"
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
+SCRIPT = SKILL_DIR / "scripts" / "check_optional_backends.py"
 
 TARGET_DEFAULT_SECONDS = 0.15
 TARGET_RATIO = 15.0

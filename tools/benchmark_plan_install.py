@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = REPO_ROOT / "scripts" / "plan_install.py"
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
+SCRIPT = SKILL_DIR / "scripts" / "plan_install.py"
 TARGET_SECONDS = 0.5
 TRL_116 = {
     "trl": "1.16.0",

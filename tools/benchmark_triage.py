@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = REPO_ROOT / "scripts" / "triage_log.py"
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
+SCRIPT = SKILL_DIR / "scripts" / "triage_log.py"
 
 NOISE = (
     "[rank{r}]:{{'loss': 0.{a}, 'grad_norm': 1.{b}, 'learning_rate': 1e-06, 'rewards/mean': 0.{c}, 'epoch': 0.{c}}}",

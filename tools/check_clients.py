@@ -28,13 +28,26 @@ TOOLS_DIR = Path(__file__).resolve().parent
 if str(TOOLS_DIR) not in sys.path:
     sys.path.insert(0, str(TOOLS_DIR))
 
-from clients import observe, report  # noqa: E402
+from clients import observe, pins, report  # noqa: E402
 from clients.report import ClientView, RouteResult  # noqa: E402
 from clients.routes import PLUGIN_SKILL, ROUTE_KEYS, ROUTES, SKILL, Route, warnings  # noqa: E402
 from clients.sandbox import Home, NpmUnavailable, install_clients, snapshot_checkout  # noqa: E402
 
 # The routes README.md documents; the others are checked because users try them.
-README_ROUTES = frozenset({"tool-claude", "copy-claude", "tool-codex", "tool-gemini"})
+# Every route but the Gemini CLI extension, which the README names as not supported.
+README_ROUTES = frozenset(
+    {
+        "tool-claude",
+        "copy-claude",
+        "claude-plugin",
+        "tool-codex",
+        "codex-plugin",
+        "tool-gemini",
+        "gemini-skills-install",
+        "gemini-skills-link",
+        "skills-cli",
+    }
+)
 SUB_SKILLS = ("backend-selection", "vllm-reference", "troubleshooting")
 OUR_NAMES = frozenset({SKILL, *SUB_SKILLS})
 
@@ -115,13 +128,14 @@ def main(argv: Optional[list] = None) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="check-clients-") as scratch:
         root = Path(scratch)
+        routes = [route for route in ROUTES if route.key in request.routes]
+        clients = {name for route in routes for name in (route.client, *route.readers) if name in pins.CLIENTS}
         try:
-            bin_dir = install_clients(request.prefix or root / "npm")
+            bin_dir = install_clients(request.prefix or root / "npm", clients)
         except NpmUnavailable as error:
             print(f"check_clients: {error}", file=sys.stderr)
             return 2
         src = snapshot_checkout(request.checkout, root / "src")
-        routes = [route for route in ROUTES if route.key in request.routes]
         baselines = read_baselines(root, bin_dir, {client for route in routes for client in route.readers})
         results = [run_route(route, root, bin_dir, src, baselines) for route in routes]
     if request.output == "json":

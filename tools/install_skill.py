@@ -8,12 +8,12 @@
     python3 tools/install_skill.py --agent claude --check         # missing, changed and extra files
     python3 tools/install_skill.py --agent claude --uninstall     # remove a copy this tool installed
 
-It copies exactly the installable files (``SKILL.md``, ``LICENSE``, ``agents/``, the three sub-skill folders and
-``scripts/``; never ``__pycache__``, compiled files, dot files, tests or tools) into ``<skills folder>/<skill name>``
-and writes a stamp file (``.install-stamp.json``: version, agent and a SHA-256 per file). It refuses to write into or
-remove a folder that has no stamp (a folder it did not install), and refuses to update or remove a copy whose files
-were edited after installing. Standard library only. Exit codes: 0 done (or ``--check`` found the copy identical),
-1 refused or ``--check`` found differences, 2 usage error.
+It copies exactly the installable files of ``skills/scaling-and-backends/`` (``SKILL.md``, ``LICENSE``, ``agents/``,
+the three sub-skill folders and ``scripts/``; never ``__pycache__``, compiled files or dot files) into ``<skills
+folder>/<skill name>`` and writes a stamp file (``.install-stamp.json``: version, agent and a SHA-256 per file). It
+refuses to write into or remove a folder that has no stamp (a folder it did not install), and refuses to update or
+remove a copy whose files were edited after installing. Standard library only. Exit codes: 0 done (or ``--check``
+found the copy identical), 1 refused or ``--check`` found differences, 2 usage error.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Optional
 # The bundle's own reading and output rules (regular files only, bounded, never blocking; strict JSON with its
 # depth measured before parsing; the shared scrubber and escaping), without leaving bytecode in scripts/.
 sys.dont_write_bytecode = True
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "skills" / "scaling-and-backends" / "scripts"))
 from common.output import escape_controls, scrub  # noqa: E402
 from common.read import InputError, read_whole  # noqa: E402
 from common.values import InvalidValue, load_json  # noqa: E402
@@ -77,8 +77,8 @@ class InstallError(Exception):
 
 
 def source_root() -> Path:
-    """The checkout this tool belongs to (the folder above ``tools/``)."""
-    return Path(__file__).resolve().parent.parent
+    """The skill folder of the checkout this tool belongs to: ``skills/scaling-and-backends`` beside ``tools/``."""
+    return Path(__file__).resolve().parent.parent / "skills" / SKILL_NAME
 
 
 def is_ignored(name: str) -> bool:

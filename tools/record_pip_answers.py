@@ -31,7 +31,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 TOOLS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TOOLS_DIR.parent
-sys.path.insert(0, str(REPO_ROOT / "scripts"))
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
+sys.path.insert(0, str(SKILL_DIR / "scripts"))
 
 from stack import judge  # noqa: E402
 from stack.inputs import PlanRequest, parse_keeps  # noqa: E402

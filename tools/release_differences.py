@@ -25,12 +25,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 TOOLS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TOOLS_DIR.parent
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
 if str(TOOLS_DIR) not in sys.path:
     sys.path.insert(0, str(TOOLS_DIR))
 
 import skill_claims as sc  # noqa: E402
 
-DEFAULT_OUTPUT = REPO_ROOT / "scripts" / "diagnostic" / "release_differences.json"
+DEFAULT_OUTPUT = SKILL_DIR / "scripts" / "diagnostic" / "release_differences.json"
 COMMAND = "python3 tools/release_differences.py"
 SCHEMA_VERSION = 1
 CLAIM_CHARS = 90
@@ -63,7 +64,7 @@ def _short(text: str) -> str:
     return text if len(text) <= CLAIM_CHARS else text[: CLAIM_CHARS - 1] + "…"
 
 
-def build_table(root: Path = REPO_ROOT) -> Dict[str, object]:
+def build_table(root: Path = SKILL_DIR) -> Dict[str, object]:
     files = sc.skill_files(root)
     _failures, checker = sc.check_paths(files, root=root, allowlist_path=sc.DEFAULT_ALLOWLIST)
     history = checker.history
@@ -211,7 +212,12 @@ def render(table: Dict[str, object]) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].strip())
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="table to write")
-    parser.add_argument("--root", type=Path, default=REPO_ROOT, help="bundle root (default: this repository)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=SKILL_DIR,
+        help="bundle root (default: this repository's skills/scaling-and-backends)",
+    )
     parser.add_argument("--check", action="store_true", help="do not write; exit 1 if the table is stale")
     return parser
 

@@ -28,7 +28,7 @@ if str(TOOLS_DIR) not in sys.path:
 import claim_scopes  # noqa: E402
 from claims.allowlist import Allowlist  # noqa: E402
 from claims.checker import Checker  # noqa: E402
-from claims.common import DEFAULT_ALLOWLIST, DEFAULT_FACTS, REPO_ROOT  # noqa: E402
+from claims.common import DEFAULT_ALLOWLIST, DEFAULT_FACTS, REPO_ROOT, SKILL_DIR  # noqa: E402
 from claims.failures import Failure  # noqa: E402
 from claims.helpers import _parser_flags  # noqa: E402
 from claims.markdown import iter_code_spans, parse_markdown, skill_files  # noqa: E402
@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_ALLOWLIST",
     "DEFAULT_FACTS",
     "REPO_ROOT",
+    "SKILL_DIR",
     "Allowlist",
     "Checker",
     "Facts",
@@ -61,7 +62,7 @@ __all__ = [
 
 def check_paths(
     paths: Sequence[Path],
-    root: Path = REPO_ROOT,
+    root: Path = SKILL_DIR,
     facts_path: Path = DEFAULT_FACTS,
     allowlist_path: Optional[Path] = DEFAULT_ALLOWLIST,
 ) -> Tuple[List[Failure], Checker]:
@@ -75,7 +76,12 @@ def check_paths(
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="Check the skill text's upstream names against the facts file.")
     parser.add_argument("files", nargs="*", type=Path, help="Markdown files (default: every skill file)")
-    parser.add_argument("--root", type=Path, default=REPO_ROOT, help="bundle root (default: this repository)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=SKILL_DIR,
+        help="bundle root (default: this repository's skills/scaling-and-backends)",
+    )
     parser.add_argument("--facts", type=Path, default=DEFAULT_FACTS, help="facts file")
     parser.add_argument("--allowlist", type=Path, default=DEFAULT_ALLOWLIST, help="allow-list file")
     parser.add_argument("--claims", action="store_true", help="print every claim found instead of failures")

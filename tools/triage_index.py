@@ -30,15 +30,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 TOOLS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = TOOLS_DIR.parent
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
 if str(TOOLS_DIR) not in sys.path:
     sys.path.insert(0, str(TOOLS_DIR))
 
 import claim_scopes  # noqa: E402
 from facts.delta import apply_delta  # noqa: E402
 
-DEFAULT_OUTPUT = REPO_ROOT / "scripts" / "triage" / "index.json"
+DEFAULT_OUTPUT = SKILL_DIR / "scripts" / "triage" / "index.json"
 DEFAULT_FACTS = REPO_ROOT / "tests" / "facts" / "upstream_facts.json"
-TROUBLESHOOTING = REPO_ROOT / "troubleshooting"
+TROUBLESHOOTING = SKILL_DIR / "troubleshooting"
 COMMAND = "python3 tools/triage_index.py"
 SCHEMA_VERSION = 1
 MIN_LITERAL = 12  # a message with less fixed text than this would match too much
@@ -283,7 +284,7 @@ def upstream_messages(facts_path: Path) -> List[Dict[str, Any]]:
     return out
 
 
-def build_index(root: Path = REPO_ROOT, facts: Path = DEFAULT_FACTS) -> Dict[str, Any]:
+def build_index(root: Path = SKILL_DIR, facts: Path = DEFAULT_FACTS) -> Dict[str, Any]:
     files = sorted(root.joinpath("troubleshooting").glob("*.md"))
     entries: List[Dict[str, Any]] = []
     for path in files:
@@ -310,7 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    text = render(build_index(REPO_ROOT, args.facts))
+    text = render(build_index(SKILL_DIR, args.facts))
     if args.check:
         current = args.output.read_text(encoding="utf-8") if args.output.is_file() else ""
         if current != text:

@@ -26,7 +26,8 @@ from types import SimpleNamespace
 from typing import Any, Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+SKILL_DIR = ROOT / "skills" / "scaling-and-backends"
+sys.path.insert(0, str(SKILL_DIR / "scripts"))
 MODEL_DIR = ROOT / "tests" / "fixtures" / "model_configs"
 GIB = 1024**3
 
@@ -50,9 +51,8 @@ CASES = [
 
 def _specs(facts, tp: int) -> Dict[str, Any]:
     import torch
-    from vllm.v1.kv_cache_interface import FullAttentionSpec, MLAAttentionSpec, SlidingWindowSpec
-
     from planner import kv_cache
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, MLAAttentionSpec, SlidingWindowSpec
 
     block = kv_cache.MLA_BLOCK_SIZE if facts.mla_kv_dim else kv_cache.DEFAULT_BLOCK_SIZE
     specs: Dict[str, Any] = {}
@@ -111,9 +111,8 @@ def _config(max_model_len: int, batched: int):
 def measure(only: Optional[List[str]] = None) -> Dict[str, Any]:
     import torch
     import vllm
-    from vllm.v1.core import kv_cache_utils as kcu
-
     from planner import model as pm
+    from vllm.v1.core import kv_cache_utils as kcu
 
     out: Dict[str, Any] = {
         "versions": {"vllm": vllm.__version__, "torch": torch.__version__},

@@ -16,7 +16,7 @@ from .check_config import ConfigChecks
 from .check_inline import InlineChecks
 from .check_python import PythonChecks
 from .check_shell import ShellChecks
-from .common import DEFAULT_FACTS, HISTORY_NAME, PYTHON_LANGS, REPO_ROOT, SHELL_LANGS, VERSIONS_HEADING, YAML_LANGS
+from .common import DEFAULT_FACTS, HISTORY_NAME, PYTHON_LANGS, SHELL_LANGS, SKILL_DIR, VERSIONS_HEADING, YAML_LANGS
 from .failures import Failure, nearest
 from .helpers import _relative
 from .markdown import MarkdownDoc, parse_markdown
@@ -40,7 +40,7 @@ class Checker(InlineChecks, ShellChecks, PythonChecks, ConfigChecks):
     def __init__(
         self,
         facts: Facts,
-        root: Path = REPO_ROOT,
+        root: Path = SKILL_DIR,
         allowlist: Optional[Allowlist] = None,
         facts_path: Path = DEFAULT_FACTS,
     ) -> None:

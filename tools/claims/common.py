@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
 DEFAULT_FACTS = REPO_ROOT / "tests" / "facts" / "upstream_facts.json"
 HISTORY_NAME = "release_history.json"  # beside the facts file
 DEFAULT_ALLOWLIST = REPO_ROOT / "tests" / "claims_allowlist.txt"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 # Last run against these releases (npm `latest` on that day). Bump the versions and the date together.
-CHECKED = "2026-12-01"
+CHECKED = "2026-12-02"
 CLIENTS = {
     "claude": ("@anthropic-ai/claude-code", "2.1.332"),
     "codex": ("@openai/codex", "0.171.0"),
@@ -14,9 +16,14 @@ CLIENTS = {
 NODE = ("node", "22.23.3")
 
 
-def npm_specs() -> list[str]:
-    """``name@version`` for every package the prefix holds."""
-    return [f"{name}@{version}" for name, version in (*CLIENTS.values(), NODE)]
+NEEDS_NODE = frozenset({"claude", "skills"})
+
+
+def npm_specs(clients: Iterable[str] = tuple(CLIENTS)) -> list[str]:
+    """``name@version`` for the packages these clients need (all of them by default), the newer node included."""
+    keys = [key for key in CLIENTS if key in set(clients)]
+    packages = [CLIENTS[key] for key in keys] + ([NODE] if NEEDS_NODE & set(keys) else [])
+    return [f"{name}@{version}" for name, version in packages]
 
 
 def versions_line() -> str:

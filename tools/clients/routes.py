@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -11,10 +12,11 @@ from clients.sandbox import Home, Ran
 
 SKILL = "scaling-and-backends"
 PLUGIN_SKILL = f"{SKILL}:{SKILL}"
-COPY_BLOCK = (
-    'dest=~/.claude/skills/scaling-and-backends && mkdir -p "$dest" && cd {src} && '
-    'cp -R SKILL.md LICENSE agents backend-selection vllm-reference troubleshooting scripts "$dest"/ && '
-    'find "$dest" -name __pycache__ -type d -prune -exec rm -rf {{}} +'
+# The README's plain-copy block, line for line (tests/test_clients_routes.py keeps the two equal); run in the checkout.
+COPY_COMMANDS = (
+    "mkdir -p ~/.claude/skills",
+    "cp -R skills/scaling-and-backends ~/.claude/skills/",
+    "find ~/.claude/skills/scaling-and-backends -name __pycache__ -type d -prune -exec rm -rf {} +",
 )
 # Client lines that describe this sandbox, not the skill (temporary home, no bubblewrap or ripgrep, no trust).
 NOISE = (
@@ -47,14 +49,9 @@ def _tool(agent: str) -> Callable[[Home, Path], list]:
     return steps
 
 
-def skill_dir(src: Path) -> Path:
-    """The folder holding the root SKILL.md: the checkout itself, or ``skills/scaling-and-backends`` in it."""
-    nested = src / "skills" / SKILL
-    return nested if (nested / "SKILL.md").is_file() and not (src / "SKILL.md").is_file() else src
-
-
 def _copy(home: Home, src: Path) -> list:
-    return [home.run(["bash", "-c", COPY_BLOCK.format(src=skill_dir(src))])]
+    script = f"cd {shlex.quote(str(src))} && " + " && ".join(COPY_COMMANDS)
+    return [home.run(["bash", "-c", script])]
 
 
 def _claude_plugin(home: Home, src: Path) -> list:
@@ -86,7 +83,7 @@ def _skills_cli(home: Home, src: Path) -> list:
 
 ROUTES = (
     Route("tool-claude", "claude", "python3 tools/install_skill.py --agent claude", ("claude",), _tool("claude")),
-    Route("copy-claude", "claude", "cp -R SKILL.md LICENSE agents ... ~/.claude/skills/", ("claude",), _copy),
+    Route("copy-claude", "claude", "cp -R skills/scaling-and-backends ~/.claude/skills/", ("claude",), _copy),
     Route(
         "claude-plugin",
         "claude",
@@ -109,18 +106,18 @@ ROUTES = (
     Route(
         "gemini-skills-install",
         "gemini",
-        "gemini skills install <repo>",
+        "gemini skills install <repo>/skills/scaling-and-backends",
         ("gemini",),
-        _gemini("skills", "install", "<repo>", "--consent"),
-        "gemini skills install <repo> --consent",
+        _gemini("skills", "install", "<repo>/skills/scaling-and-backends", "--consent"),
+        "gemini skills install <repo>/skills/scaling-and-backends --consent",
     ),
     Route(
         "gemini-skills-link",
         "gemini",
-        "gemini skills link <repo>",
+        "gemini skills link <repo>/skills/scaling-and-backends",
         ("gemini",),
-        _gemini("skills", "link", "<repo>", "--consent"),
-        "gemini skills link <repo> --consent",
+        _gemini("skills", "link", "<repo>/skills/scaling-and-backends", "--consent"),
+        "gemini skills link <repo>/skills/scaling-and-backends --consent",
     ),
     Route(
         "gemini-extension",

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import Iterable, NamedTuple, Optional
 
 from clients import pins
 
@@ -40,18 +40,25 @@ class NpmUnavailable(Exception):
     """npm is missing or the registry cannot be reached; the message says which."""
 
 
-def install_clients(prefix: Path, timeout: float = 600) -> Path:
-    """Install the pinned clients into ``prefix`` (kept when already complete); returns its ``.bin`` folder."""
+def install_clients(prefix: Path, clients: Iterable[str] = tuple(pins.CLIENTS), timeout: float = 600) -> Path:
+    """Install the pinned packages these clients need into ``prefix``; returns its ``.bin`` folder.
+
+    A prefix that already holds them (its ``installed.txt`` lists what was installed) is reused as it is; otherwise
+    what it held and what is wanted are installed together, so a later run for other clients reuses it too.
+    """
     bin_dir = prefix / "node_modules" / ".bin"
     stamp = prefix / "installed.txt"
-    wanted = "\n".join(pins.npm_specs())
-    if stamp.is_file() and stamp.read_text() == wanted:
+    held = stamp.read_text().split() if stamp.is_file() else []
+    needed = pins.npm_specs(clients)
+    if set(needed) <= set(held):
         return bin_dir
+    wanted_specs = sorted(set(held) | set(needed))
+    wanted = "\n".join(wanted_specs)
     npm = shutil.which("npm")
     if npm is None:
         raise NpmUnavailable("npm is not on PATH")
     prefix.mkdir(parents=True, exist_ok=True)
-    argv = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save", *pins.npm_specs()]
+    argv = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save", *wanted_specs]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as error:

@@ -23,7 +23,7 @@ from typing import Any, Dict, List
 
 REPO = Path(__file__).resolve().parents[2]
 HISTORY = REPO / "tests" / "facts" / "release_history.json"
-OUTPUT = REPO / "scripts" / "planner" / "trl_defaults.json"
+OUTPUT = REPO / "skills" / "scaling-and-backends" / "scripts" / "planner" / "trl_defaults.json"
 
 CONFIGS = {
     "sft": "SFTConfig",
