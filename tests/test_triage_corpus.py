@@ -15,14 +15,9 @@ from triage_log import triage
 from triage_helpers import interleave, watchdog
 
 CORPUS = Path(__file__).parent / "fixtures" / "failure_reports"
-# Cases whose posted error text the triage does not recognise yet (issue #18, left open): a first sentence of a
-# long quoted message, a short generic fragment. Strict, so a fix shows up as an unexpected pass.
-NOT_YET = {
-    "Red-Hat-AI-Innovation-Team__training_hub__104": "only the first sentence of the quoted refusal is posted",
-    "unslothai__unsloth__7951": "only the first sentence of the quoted refusal is posted",
-    "huggingface__trl__3368": "the posted text is a short generic fragment ('size mismatch')",
-    "vllm-project__vllm__7028": "the posted text is vLLM's short form of the quoted message",
-}
+# Cases whose posted error text the triage does not recognise yet (none now; strict, so a fix shows up as an
+# unexpected pass).
+NOT_YET: Dict[str, str] = {}
 
 
 def _cases() -> List[Any]:

@@ -89,3 +89,52 @@ def test_grep_command_takes_a_plain_run_of_the_message() -> None:
     assert command == 'grep -rn -F "Expected all tensors to be on the same device" troubleshooting/'
     assert re.fullmatch(r'grep -rn -F "[^"$`\\]+" troubleshooting/', command)
     assert match.grep_command("E 1 2 3") == ""
+
+
+def _entry_headings(index: match.Index, line: str) -> list:
+    return [index.entries[m.message.ref]["heading"] for m in index.matches(line) if m.message.kind == "entry"]
+
+
+def test_the_first_sentence_of_a_long_refusal_alone_is_recognised(index: match.Index) -> None:
+    line = "ValueError: When `padding_free=True` without packing, `max_length` is not enforced."
+    assert _entry_headings(index, line)[:1] == ["SFT padding-free without packing (TRL ≥ 1.0)"]
+
+
+def test_a_short_start_that_stops_before_the_first_sentence_ends_is_not_enough(index: match.Index) -> None:
+    # Cut inside the first sentence, and not at a clause end either: nothing of the refusal.
+    assert "SFT padding-free without packing (TRL ≥ 1.0)" not in _entry_headings(index, "When `padding_free=True` is")
+    assert _entry_headings(index, "No available memory") == []
+
+
+def test_a_line_that_is_only_the_leading_clause_of_a_quote_is_recognised(index: match.Index) -> None:
+    heading = "Liger fused loss under ZeRO-3 (TRL ≤ 1.8)"
+    assert _entry_headings(index, "size mismatch")[:1] == [heading]
+    assert _entry_headings(index, "RuntimeError: size mismatch")[:1] == [heading]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: Error(s) in loading state_dict: size mismatch for lm_head.weight: copying a param with shape",
+        "size mismatch for model.embed_tokens.weight",
+        "Vocabulary size mismatch after resizing: tokenizer vocab size is 3, but model embedding size is 4.",
+        "ValueError: Hidden size mismatch: X has 4096, W has 2048",
+        "the batch had a size mismatch, got input of the wrong length",
+    ],
+)
+def test_other_text_that_holds_a_leading_clause_is_not_that_entry(index: match.Index, line: str) -> None:
+    assert "Liger fused loss under ZeRO-3 (TRL ≤ 1.8)" not in _entry_headings(index, line)
+
+
+def test_a_leading_clause_of_an_upstream_message_alone_is_not_recognised(index: match.Index) -> None:
+    # Upstream messages start with generic clauses ("Internal error, …"); only the text's own quotes get this rule.
+    assert [m for m in index.matches("Internal error") if m.message.kind == "upstream"] == []
+
+
+def test_the_leading_part_is_where_the_lookup_anchors(index: match.Index) -> None:
+    assert match.leading(["size mismatch, got input", "vec"]) == "size mismatch"
+    # The first MIN_PARTIAL characters, to a word end: a partial match holds at least those.
+    assert match.leading(["No available memory for the cache blocks. Try increasing"]) == (
+        "No available memory for the cache"
+    )
+    assert match.leading(["short", "rest"]) == "short"

@@ -59,8 +59,10 @@ class Index:
         frequency: Dict[str, int] = {}
         words_of: List[List[str]] = []
         for message in self.messages:
-            # The first fragment must match whole (only the last one reached may match by a prefix): its words.
-            words = next((w for w in (_WORD.findall(f) for f in message.fragments) if w), [])
+            # Every accepted match holds the message's leading part (see ``leading``): its words.
+            words = _WORD.findall(leading(message.fragments)) or next(
+                (w for w in (_WORD.findall(f) for f in message.fragments) if w), []
+            )
             words = sorted(set(words))
             words_of.append(words)
             for word in words:
@@ -87,17 +89,17 @@ class Index:
         for message in self.messages:
             if message.kind != "entry":
                 continue
-            text = " ".join(message.fragments)
-            if any(token in text for token in chosen):
+            # The piece comes from the leading part, which every accepted match holds (a line may carry only that).
+            head = leading(message.fragments) or message.fragments[0]
+            if any(token in head for token in chosen):
                 continue
             pieces = [
-                fragment[i : i + 10]
-                for fragment in message.fragments
-                for i in range(len(fragment))
-                if fragment[i].isupper() and len(fragment) - i >= 6 and (i == 0 or not fragment[i - 1].isalnum())
+                head[i : i + 10]
+                for i in range(len(head))
+                if head[i].isupper() and len(head) - i >= 6 and (i == 0 or not head[i - 1].isalnum())
             ]
             known = [piece for piece in pieces if piece[:1].encode() in firsts]
-            piece = (known or pieces or [max(message.fragments, key=len)[:24]])[0]
+            piece = (known or pieces or [head[:24]])[0]
             token = piece.encode("utf-8")
             tokens.append(token)
             chosen.append(piece)
@@ -116,8 +118,8 @@ class Index:
                     continue
                 seen.add(number)
                 message = self.messages[number]
-                score = matched_chars(line, message.fragments)
-                if score >= message.literal or (score >= MIN_PARTIAL and score * 2 >= message.literal):
+                score = accepted(line, message, matched_chars(line, message.fragments))
+                if score:
                     found.append(Match(message, score, self._values_in(message, line)))
         found.sort(
             key=lambda m: (-m.score, m.message.kind != "entry", -m.values, self._secondary(m.message), m.message.ref)
@@ -139,6 +141,56 @@ class Index:
 
 
 MIN_PARTIAL = 30
+
+
+MIN_CLAUSE = 12  # a line that is only a message's leading clause: at least this many characters and two words
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)[.!?](?=\s|$)")
+_CLAUSE_END = re.compile(r"[,;:](?=\s|$)")
+_TAIL = " .,;:!?"
+
+
+def leading(fragments: Sequence[str]) -> str:
+    """The start of a message that every accepted match holds: the first fragment up to its first clause end
+    (``size mismatch`` of ``size mismatch, got input …``) or its first ``MIN_PARTIAL`` characters (to a word end),
+    whichever is shorter; the whole first fragment when it is short."""
+    first = fragments[0] if fragments else ""
+    cut = len(first)
+    clause = _CLAUSE_END.search(first) or _SENTENCE_END.search(first)
+    if clause:
+        cut = min(cut, clause.start())
+    space = first.find(" ", MIN_PARTIAL)
+    if len(first) > MIN_PARTIAL:
+        cut = min(cut, space if space >= 0 else len(first))
+    return first[:cut].strip(_TAIL)
+
+
+def accepted(line: str, message: Message, score: int) -> int:
+    """The score of a match when ``score`` literal characters matched are enough, else 0. Enough: the whole message;
+    or at least ``MIN_PARTIAL`` characters and half of it (a release that words the end differently, a line cut
+    short); or the message's whole first sentence, at least ``MIN_PARTIAL`` characters (a report that posts only the
+    first sentence of a long refusal); or, for a message an entry quotes, a line that is nothing but its leading
+    clause (a report that posts ``size mismatch`` of ``size mismatch, got input …``)."""
+    literal, fragments = message.literal, message.fragments
+    if score >= literal or (score >= MIN_PARTIAL and score * 2 >= literal):
+        return score
+    if not fragments or score > len(fragments[0]):
+        return 0
+    sentence = _SENTENCE_END.search(fragments[0])
+    if sentence and MIN_PARTIAL <= sentence.end() <= score:
+        return score
+    clause = _only_clause(line, fragments[0]) if message.kind == "entry" else ""
+    return len(clause)
+
+
+def _only_clause(line: str, first: str) -> str:
+    """The leading clause of ``first`` when the line's message (its exception class removed) is exactly it."""
+    body = patterns.EXCEPTION_LINE.match(line)
+    text = (body.group("msg") or "") if body else line
+    text = text.strip(_TAIL)
+    clause = _CLAUSE_END.search(first)
+    if not clause or len(text) < MIN_CLAUSE or " " not in text:
+        return ""
+    return text if text == first[: clause.start()].strip(_TAIL) else ""
 
 
 def matched_chars(line: str, fragments: Sequence[str]) -> int:
