@@ -20,3 +20,34 @@ def test_fsdp2_and_context_parallel_floors_name_their_source() -> None:
 
 def test_unknown_goals_are_skipped() -> None:
     assert path_floors(["warp-drive"]) == []
+
+
+def test_fsdp_qlora_floors_come_with_the_pair_and_cite_the_wheels() -> None:
+    pair = path_floors(["fsdp2", "qlora"], "1.0.0")
+    alone = path_floors(["qlora"], "1.0.0")
+    specs = {f.subject: f.spec for f in pair if f.goal == "fsdp2+qlora"}
+    assert specs == {
+        "bitsandbytes": ">=0.43.0",
+        "transformers": ">=4.39.0",
+        "accelerate": ">=1.7.0",
+        "peft": ">=0.10.0",
+    }
+    assert all(f.goal != "fsdp2+qlora" for f in alone)
+    sources = {f.subject: f.source for f in pair if f.goal == "fsdp2+qlora"}
+    assert "bitsandbytes-0.43.0 bitsandbytes/nn/modules.py" in sources["bitsandbytes"]
+    assert "accelerate-1.7.0 accelerate/utils/fsdp_utils.py" in sources["accelerate"]
+    assert "peft-0.10.0 peft/utils/other.py" in sources["peft"]
+
+
+def test_with_extras_adds_the_declared_ranges_and_the_warning_range() -> None:
+    floors = path_floors(["vllm-server", "deepspeed"], "1.16.0", with_extras=True)
+    by_kind = {(f.kind, f.goal, f.subject): f.spec for f in floors}
+    assert by_kind[("extra", "vllm-server", "vllm")] == ">=0.22.0,<=0.31.0"
+    assert by_kind[("warns", "vllm-server", "vllm")] == ">=0.22.0,<=0.31.0"
+    assert by_kind[("extra", "deepspeed", "deepspeed")] == ">=0.18.6"
+    assert all(f.kind == "requires" for f in path_floors(["vllm-server", "deepspeed"], "1.16.0"))
+
+
+def test_the_extra_ranges_follow_the_trl_release() -> None:
+    old = {f.subject: f.spec for f in path_floors(["vllm-server"], "1.8.0", with_extras=True) if f.kind == "extra"}
+    assert old["vllm"] == ">=0.16.0,<=0.23.0"

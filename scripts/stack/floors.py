@@ -1,5 +1,6 @@
 """Feature floors of a path, for other tools (the memory planner states the floors of the path it recommends):
-which releases each goal needs beyond TRL's declared extras, read from the recorded matrix.
+what each goal needs of the TRL release, read from the recorded matrix: the ranges TRL's extras declare, the
+floors that exist only in source, and the ranges outside which TRL warns.
 """
 
 from __future__ import annotations
@@ -7,54 +8,88 @@ from __future__ import annotations
 from typing import List, NamedTuple, Optional, Sequence
 
 from common import versions
-from stack.goals import GOALS, combined
-from stack.matrix import Matrix, MatrixError, load
+from stack.goals import GOALS, PAIR_FEATURES, combined
+from stack.matrix import Matrix, MatrixError, load, parse_lines
+
+KINDS = ("extra", "requires", "warns")  # declared by an extra, enforced in source, warned about in source
 
 
 class PathFloor(NamedTuple):
-    goal: str  # the goal id (a diagnostic backend id)
+    goal: str  # the goal id (a diagnostic backend id), or "fsdp2+qlora" for a pair of goals
     subject: str  # the package the floor is on
     spec: str  # e.g. ">=0.22.0"
-    source: str  # "trl-1.8.0 trl/experimental/async_grpo/weight_transfer.py ..."
+    source: str  # "trl-1.8.0: trl/experimental/async_grpo/weight_transfer.py ..."
+    kind: str = "requires"  # one of KINDS
 
     def text(self) -> str:
         return f"{self.goal}: {self.subject}{self.spec} ({self.source})"
 
 
 def path_floors(
-    goal_ids: Sequence[str], trl_version: Optional[str] = None, matrix: Optional[Matrix] = None
+    goal_ids: Sequence[str],
+    trl_version: Optional[str] = None,
+    matrix: Optional[Matrix] = None,
+    with_extras: bool = False,
 ) -> List[PathFloor]:
-    """The enforced floors of ``goal_ids`` (unknown ids are skipped) for ``trl_version`` (default: the newest
-    recorded TRL); TRL's extra ranges themselves are not repeated. Empty when the matrix cannot be read."""
+    """The floors of ``goal_ids`` (unknown ids are skipped) for ``trl_version`` (default: the newest recorded TRL):
+    the enforced source floors, and with ``with_extras`` also the ranges the goals' TRL extras declare and the
+    ranges TRL warns outside. Empty when the matrix cannot be read."""
     try:
         matrix = matrix or load()
     except MatrixError:
         return []
     known = [g for g in goal_ids if g in GOALS]
     trl = trl_version or (matrix.releases["trl"][-1].version if matrix.releases.get("trl") else "")
-    owners = {"trl": trl}
     found: List[PathFloor] = []
-    for goal in known:
-        for feature in combined([goal]).features:
+    if with_extras:
+        found += _extra_ranges(matrix, known, trl)
+    kinds = ("requires", "warns") if with_extras else ("requires",)
+    labelled = [(goal, combined([goal]).features) for goal in known]
+    labelled += [
+        (f"{first}+{second}", (feature,))
+        for (first, second), feature in PAIR_FEATURES.items()
+        if first in known and second in known
+    ]
+    for goal, features in labelled:
+        for feature in features:
             for floor in matrix.floors_for(feature):
-                if floor.kind != "requires" or not floor.spec:
+                if floor.kind not in kinds or not floor.spec:
                     continue
-                owner_version = owners.get(floor.owner)
+                owner_version = trl if floor.owner == "trl" else ""
                 applies = floor.applies_to(owner_version) if owner_version else not floor.releases
                 if not applies:
                     continue
                 where = f"{floor.owner}-{owner_version}" if owner_version and floor.releases else floor.owner
-                item = PathFloor(goal, floor.subject, floor.spec, f"{where}: {floor.file}")
+                item = PathFloor(goal, floor.subject, floor.spec, f"{where}: {floor.file}", floor.kind)
                 if item not in found:
                     found.append(item)
     return _highest(found)
 
 
+def _extra_ranges(matrix: Matrix, goal_ids: Sequence[str], trl: str) -> List[PathFloor]:
+    """The ranges each goal's TRL extras add in the ``trl`` release (its Requires-Dist as recorded)."""
+    release = matrix.release("trl", trl)
+    if release is None:
+        return []
+    found: List[PathFloor] = []
+    for goal in goal_ids:
+        for extra in GOALS[goal].trl_extras:
+            for req in parse_lines(release.requires):
+                if versions.marker_extras(req.marker) != (extra,) or not req.specifier or req.extras:
+                    continue
+                item = PathFloor(goal, req.key, req.specifier, f"trl-{trl} Requires-Dist, extra {extra}", "extra")
+                if item not in found:
+                    found.append(item)
+    return found
+
+
 def _highest(found: List[PathFloor]) -> List[PathFloor]:
-    """Of several ``>=`` floors on one subject for one goal, keep the highest (the one that binds)."""
+    """Of several ``>=`` floors of one kind on one subject for one goal, keep the highest (the one that binds)."""
     kept: List[PathFloor] = []
     for item in found:
-        rival = next((k for k in kept if k.goal == item.goal and k.subject == item.subject), None)
+        rival = next(
+            (k for k in kept if k.goal == item.goal and k.subject == item.subject and k.kind == item.kind), None
+        )
         if rival is None or not (item.spec.startswith(">=") and rival.spec.startswith(">=")) or "," in item.spec:
             kept.append(item)
             continue
