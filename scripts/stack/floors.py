@@ -59,11 +59,35 @@ def path_floors(
                 applies = floor.applies_to(owner_version) if owner_version else not floor.releases
                 if not applies:
                     continue
-                where = f"{floor.owner}-{owner_version}" if owner_version and floor.releases else floor.owner
-                item = PathFloor(goal, floor.subject, floor.spec, f"{where}: {floor.file}", floor.kind)
+                where = f"{floor.owner}-{owner_version}: " if owner_version and floor.releases else ""
+                if not where and floor.owner != "trl":
+                    where = f"{floor.owner}: "  # every release of another owner, e.g. accelerate's FSDP2 torch floor
+                item = PathFloor(goal, floor.subject, floor.spec, f"{where}{floor.file}", floor.kind)
                 if item not in found:
                     found.append(item)
-    return _highest(found)
+    return _ordered(_once(_highest(found)), [goal for goal, _ in labelled])
+
+
+def _once(found: List[PathFloor]) -> List[PathFloor]:
+    """Each floor once: under the first goal that needs it, and a warning range only where no extra declares the
+    same range."""
+    kept: List[PathFloor] = []
+    for item in found:
+        if any(
+            (k.subject, k.spec, k.kind, k.source) == (item.subject, item.spec, item.kind, item.source) for k in kept
+        ):
+            continue
+        if item.kind == "warns" and any(
+            f.kind == "extra" and (f.subject, f.spec) == (item.subject, item.spec) for f in found
+        ):
+            continue
+        kept.append(item)
+    return kept
+
+
+def _ordered(found: List[PathFloor], goals: Sequence[str]) -> List[PathFloor]:
+    """By goal (in the order asked, pairs last), then declared ranges before source floors before warnings."""
+    return sorted(found, key=lambda f: (list(goals).index(f.goal), KINDS.index(f.kind)))
 
 
 def _extra_ranges(matrix: Matrix, goal_ids: Sequence[str], trl: str) -> List[PathFloor]:
