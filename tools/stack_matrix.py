@@ -770,6 +770,21 @@ def render_skill_text(matrix: Dict[str, Any]) -> str:
             f"| transformers {version} | `{record['python']}` | {_spec(lines, 'torch', 'torch')} | "
             f"{_spec(lines, 'huggingface-hub')} | {kernels} |"
         )
+    out += [
+        "",
+        "### Floors read in source, for every release in the window",
+        "",
+        "Declared in no metadata; each holds for the owner releases named (an owner without a range: every release).",
+        "`fsdp-qlora` is QLoRA sharded by FSDP2 (`--want qlora,fsdp2`).",
+        "",
+        "| feature | owner | needs | read in |",
+        "|---|---|---|---|",
+    ]
+    for floor in matrix["floors"]:
+        if floor.get("releases") or floor["kind"] != "requires":
+            continue
+        owner = floor["owner"] + (f" {floor['owner_spec']}" if floor.get("owner_spec", ">=0.0") != ">=0.0" else "")
+        out.append(f"| {floor['feature']} | {owner} | {floor['subject']} `{floor['spec']}` | {floor['file']} |")
     return "\n".join(out) + "\n"
 
 
