@@ -58,3 +58,12 @@ def test_a_floor_two_goals_share_is_listed_once_under_the_first() -> None:
     vllm = [f for f in floors if f.subject == "vllm" and f.kind == "requires"]
     assert [f.goal for f in vllm] == ["async-grpo"]
     assert [f.goal for f in floors] == sorted((f.goal for f in floors), key=["async-grpo", "async-grpo-lora"].index)
+
+
+def test_a_floor_another_package_s_releases_share_is_stated_with_their_span() -> None:
+    """transformers 5.x all need bitsandbytes >= 0.46.1 (above TRL 1.16's extra): one floor, stated with the span;
+    the kernels range differs per transformers release, so it is left to the compatibility tables."""
+    floors = path_floors(["qlora", "hub-kernels"], "1.16.0")
+    texts = [f.text() for f in floors]
+    assert any(t.startswith("qlora: bitsandbytes>=0.46.1 (transformers 5.0.0-5.24.0: ") for t in texts)
+    assert not any(f.subject == "kernels" for f in floors)

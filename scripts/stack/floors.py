@@ -9,7 +9,7 @@ from typing import List, NamedTuple, Optional, Sequence
 
 from common import versions
 from stack.goals import GOALS, PAIR_FEATURES, combined
-from stack.matrix import Matrix, MatrixError, load, parse_lines
+from stack.matrix import Floor, Matrix, MatrixError, load, parse_lines
 
 KINDS = ("extra", "requires", "warns")  # declared by an extra, enforced in source, warned about in source
 
@@ -56,16 +56,36 @@ def path_floors(
                 if floor.kind not in kinds or not floor.spec:
                     continue
                 owner_version = trl if floor.owner == "trl" else ""
-                applies = floor.applies_to(owner_version) if owner_version else not floor.releases
-                if not applies:
+                if floor.owner != "trl" and floor.releases:
+                    where = _owner_span(matrix, floor)  # another package's releases, e.g. transformers 5.x
+                    if not where:
+                        continue
+                elif owner_version and floor.releases:
+                    if not floor.applies_to(owner_version):
+                        continue
+                    where = f"{floor.owner}-{owner_version}: "
+                elif owner_version and not floor.applies_to(owner_version):
                     continue
-                where = f"{floor.owner}-{owner_version}: " if owner_version and floor.releases else ""
-                if not where and floor.owner != "trl":
-                    where = f"{floor.owner}: "  # every release of another owner, e.g. accelerate's FSDP2 torch floor
+                else:
+                    where = "" if floor.owner == "trl" else f"{floor.owner}: "  # e.g. accelerate's FSDP2 torch floor
                 item = PathFloor(goal, floor.subject, floor.spec, f"{where}{floor.file}", floor.kind)
                 if item not in found:
                     found.append(item)
     return _ordered(_once(_highest(found)), [goal for goal, _ in labelled])
+
+
+def _owner_span(matrix: Matrix, floor: Floor) -> str:
+    """ "transformers 5.0.0-5.24.0: " when ``floor`` is the only spec its owner releases put on its subject for its
+    feature (the one floor that binds whichever of them is installed); "" when the releases differ (the kernels
+    range of each transformers release: the compatibility tables list them)."""
+    rivals = {
+        f.spec
+        for f in matrix.floors_for(floor.feature)
+        if f.owner == floor.owner and f.subject == floor.subject and f.kind == floor.kind and f.releases
+    }
+    if len(rivals) != 1:
+        return ""
+    return f"{floor.owner} {floor.releases[0]}-{floor.releases[-1]}: "
 
 
 def _once(found: List[PathFloor]) -> List[PathFloor]:
