@@ -707,3 +707,27 @@ def test_async_grpo_lora_on_fused_moe_reports_merged_sync(capsys):
     server = next(c["command"] for c in data["commands"] if "vllm serve" in c["command"])
     assert "--enable-lora" not in server
     assert "lora_dropout=0.0" in data["config_fields"]["peft_config"]
+
+
+def test_feature_floors_follow_the_trl_release_given(capsys):
+    """AsyncGRPO LoRA on a server: TRL 1.8's weight transfer needs vLLM >= 0.22 (read in its source) inside its
+    extra's vllm>=0.16.0,<=0.23.0; TRL 1.16 has no such gate and its extra says vllm>=0.22.0,<=0.31.0."""
+    argv = ["--params", "7B", "--method", "lora", "--trainer", "async-grpo", "--gpus", "4", "--gpu-memory-gib", "80"]
+    floors = {}
+    for release in ("1.8.0", "1.16.0"):
+        _, data = run_json(capsys, *argv, "--trl-version", release)
+        block = data["feature_floors"]
+        assert block["trl_version"] == release and block["goals"][-2:] == ["async-grpo", "async-grpo-lora"]
+        assert block["check_command"].endswith(f"--keep trl=={release}")
+        floors[release] = {(f["kind"], f["subject"]): f["spec"] for f in block["floors"]}
+    assert floors["1.8.0"][("requires", "vllm")] == ">=0.22.0"
+    assert floors["1.8.0"][("extra", "vllm")] == ">=0.16.0,<=0.23.0"
+    assert ("requires", "vllm") not in floors["1.16.0"]
+    assert floors["1.16.0"][("extra", "vllm")] == ">=0.22.0,<=0.31.0"
+
+
+def test_feature_floors_only_add_a_json_field(capsys):
+    argv = ["--params", "7B", "--gpus", "2", "--gpu-memory-gib", "80"]
+    _, data = run_json(capsys, *argv)
+    assert set(data["feature_floors"]) == {"trl_version", "goals", "floors", "check_command"}
+    assert {"recommendation", "verdict", "commands", "candidates", "lint"} <= set(data)

@@ -147,3 +147,40 @@ def test_sequence_parallel_sizes_that_cannot_run_are_refused(capsys, qwen3_8b, e
 def test_ulysses_plans_deepspeed_only(capsys, qwen3_8b):
     data = _plan(capsys, *_long_sft(qwen3_8b), "--sp-size", "8")
     assert data["candidates"] and all(c["strategy"].startswith("zero") for c in data["candidates"])
+
+
+# The path's backend ids (plan_install.py --want), which the command turns into the path's feature floors.
+
+
+def _goals(capsys, *argv: str) -> list:
+    return _plan(capsys, *argv)["feature_floors"]["goals"]
+
+
+def test_path_goals_name_method_sharding_and_vllm_mode(capsys):
+    assert _goals(capsys, "--params", "7B", "--method", "qlora", "--gpus", "1", "--gpu-memory-gib", "24") == ["qlora"]
+    grpo = _goals(
+        capsys, "--params", "1B", "--method", "lora", "--trainer", "grpo", "--gpus", "4", "--gpu-memory-gib", "80",
+        "--vllm-mode", "colocate",
+    )  # fmt: skip
+    assert grpo[0] == "peft" and grpo[-1] == "vllm-colocate"
+    async_lora = _goals(
+        capsys, "--params", "7B", "--method", "lora", "--trainer", "async-grpo", "--gpus", "4",
+        "--gpu-memory-gib", "80",
+    )  # fmt: skip
+    assert async_lora[-2:] == ["async-grpo", "async-grpo-lora"] and "vllm-server" not in async_lora
+
+
+def test_path_goals_follow_the_change_the_templates_are_for(capsys):
+    """Nothing fits as asked (TRL 1.0's chunk-free LM head): the goals are those of the chosen change, here
+    context parallelism on FSDP2."""
+    goals = _goals(
+        capsys, "--params", "70B", "--method", "qlora", "--gpus", "4", "--gpu-memory-gib", "24", "--micro-batch", "1",
+        "--trl-version", "1.0.0",
+    )  # fmt: skip
+    assert goals == ["qlora", "fsdp2", "context-parallel"]
+
+
+def test_path_goals_are_empty_when_nothing_fits(capsys):
+    data = _plan(capsys, "--params", "400B", "--gpus", "1", "--gpu-memory-gib", "16", "--host-memory-gib", "8")
+    assert data["recommendation"] is None and data["alternative_if_method_may_change"] is None
+    assert data["feature_floors"]["goals"] == [] and data["feature_floors"]["check_command"] is None

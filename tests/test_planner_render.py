@@ -30,3 +30,19 @@ def test_the_verdict_block_is_the_verdicts_own_lines() -> None:
         "Require lint clean: FAILED (lint errors above)",
     ]
     assert verdict.exit_code == 1
+
+
+def test_floor_lines_name_each_floor_its_meaning_and_the_check_command(capsys) -> None:
+    import plan_training as pt
+
+    pt.main(
+        ["--params", "70B", "--method", "qlora", "--gpus", "4", "--gpu-memory-gib", "24", "--micro-batch", "1",
+         "--trl-version", "1.0.0"]
+    )  # fmt: skip
+    text = capsys.readouterr().out
+    block = " ".join(text.split("feature floors of this path", 1)[1].split("\ncommands", 1)[0].split())
+    assert block.startswith("(TRL 1.0.0; qlora, fsdp2, context-parallel):")
+    assert "qlora: peft>=0.8.0 (declared by TRL's extra; trl-1.0.0 Requires-Dist, extra peft)" in block
+    assert "context-parallel: accelerate>=1.10.0 (read in source;" in block
+    assert "fsdp2+qlora: accelerate>=1.7.0 (read in source; accelerate-1.7.0" in block
+    assert block.endswith("plan_install.py --want qlora,fsdp2,context-parallel --keep trl==1.0.0")

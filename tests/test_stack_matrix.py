@@ -4,6 +4,7 @@ window, agreement with the release facts, compactness, and a loader that refuses
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -100,3 +101,19 @@ def test_floor_applies_by_release_list_or_owner_range() -> None:
     ranged = sm.Floor("f", "accelerate", (), ">=1.10.0", "torch", ">=2.7.0", "requires", "x")
     assert listed.applies_to("1.7.1") and not listed.applies_to("1.7.0")
     assert ranged.applies_to("1.15.0") and not ranged.applies_to("1.9.0")
+
+
+def test_a_stated_floor_that_differs_from_the_tool_is_reported_and_rewritten() -> None:
+    data = _data()
+    stated = next(f for f in data["floors"] if f["feature"] == "fsdp-qlora" and f["subject"] == "accelerate")
+    stated["spec"] = ">=0.28.0"
+    found = tool.problems(data, tool.render(data))
+    assert any("stated floors differ" in line and "--stated-only" in line for line in found)
+    fixed = tool.with_stated_floors(data)
+    assert [f for f in fixed["floors"] if not f.get("releases")] == tool.stated_floors()
+    assert [f for f in fixed["floors"] if f.get("releases")] == [f for f in data["floors"] if f.get("releases")]
+
+
+def test_every_stated_floor_names_the_release_it_was_read_in() -> None:
+    for floor in tool.STATED_FLOORS:
+        assert re.search(r"[a-z-]+-\d+\.\d+\.\d+ ", floor["file"]) or "first in" in floor["file"], floor

@@ -75,7 +75,12 @@ def test_qlora_fsdp_on_an_older_stack_adds_peft_and_bitsandbytes_above_the_floor
     assert first["set"]["trl"] == "1.0.0"  # moving TRL ranks after adding libraries
     assert {"peft", "bitsandbytes"} <= set(first["set"])
     features = {f["feature"] for f in first["floors"]}
-    assert {"fsdp2", "qlora"} <= features
+    assert {"fsdp2", "fsdp-qlora"} <= features  # the FSDP+QLoRA floors come with the pair of goals
+
+
+def test_qlora_alone_does_not_carry_the_fsdp_qlora_floors() -> None:
+    first = _plan(["qlora"], TRL_10, "3.10.12")["options"][0]
+    assert "fsdp-qlora" not in {f["feature"] for f in first["floors"]}
 
 
 def test_python_constraint_rules_out_releases_and_names_the_flag() -> None:

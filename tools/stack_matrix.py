@@ -3,6 +3,7 @@
 
     python3 tools/stack_matrix.py            # fetch from the registry and write the matrix (minutes)
     python3 tools/stack_matrix.py --check    # exit 1 when the committed matrix is stale (no network)
+    python3 tools/stack_matrix.py --stated-only   # rewrite the stated floors (STATED_FLOORS) and the skill text
 
 For every release in the window (TRL 1.0-1.16 and the 0.x releases indexed in tests/facts/release_history.json,
 vLLM 0.10.2-0.33.0, transformers 4.56-5.24, the torch releases those vLLMs pin, and the accelerate, PEFT, DeepSpeed,
@@ -256,33 +257,50 @@ STATED_FLOORS = (
         "owner_spec": ">=1.10.0",
         "file": "accelerate-1.10.0 and 1.15.0 accelerate/utils/constants.py BETA_CP_AVAILABLE_PYTORCH_VERSION",
     },
+    # FSDP + QLoRA (feature fsdp-qlora: the qlora and fsdp2 goals together): the 4-bit weights must be stored in a
+    # float dtype for FSDP to shard them. Each floor was read in the wheel of the release named and is absent from
+    # the release before it.
     {
-        "feature": "qlora",
-        "subject": "accelerate",
-        "spec": ">=0.28.0",
-        "kind": "requires",
-        "owner": "trl",
-        "owner_spec": ">=1.0.0",
-        "file": "FSDP+QLoRA (bnb_4bit_quant_storage) minimums as the bitsandbytes FSDP-QLoRA guide states them "
-        "(not read from a wheel)",
-    },
-    {
-        "feature": "qlora",
-        "subject": "peft",
-        "spec": ">=0.10.0",
-        "kind": "requires",
-        "owner": "trl",
-        "owner_spec": ">=1.0.0",
-        "file": "FSDP+QLoRA minimum, bitsandbytes FSDP-QLoRA guide (not read from a wheel)",
-    },
-    {
-        "feature": "qlora",
+        "feature": "fsdp-qlora",
         "subject": "bitsandbytes",
         "spec": ">=0.43.0",
         "kind": "requires",
         "owner": "trl",
-        "owner_spec": ">=1.0.0",
-        "file": "FSDP+QLoRA minimum (bnb_4bit_quant_storage), bitsandbytes FSDP-QLoRA guide (not read from a wheel)",
+        "owner_spec": ">=0.0",
+        "file": "bitsandbytes-0.43.0 bitsandbytes/nn/modules.py Params4bit/Linear4bit quant_storage (absent from "
+        "0.42.0)",
+    },
+    {
+        "feature": "fsdp-qlora",
+        "subject": "transformers",
+        "spec": ">=4.39.0",
+        "kind": "requires",
+        "owner": "trl",
+        "owner_spec": ">=0.0",
+        "file": "transformers-4.39.0 transformers/utils/quantization_config.py BitsAndBytesConfig "
+        "bnb_4bit_quant_storage (absent from 4.38.2)",
+    },
+    {
+        "feature": "fsdp-qlora",
+        "subject": "accelerate",
+        "spec": ">=1.7.0",
+        "kind": "requires",
+        "owner": "trl",
+        "owner_spec": ">=0.0",
+        "file": "accelerate-1.7.0 accelerate/utils/fsdp_utils.py fsdp2_prepare_model: Params4bit skip the "
+        "meta-device move of fsdp_cpu_ram_efficient_loading, on in TRL's fsdp2.yaml (absent from 1.6.0); FSDP1 "
+        "needs 0.28.0 (FullyShardedDataParallelPlugin.set_mixed_precision override)",
+    },
+    {
+        "feature": "fsdp-qlora",
+        "subject": "peft",
+        "spec": ">=0.10.0",
+        "kind": "requires",
+        "owner": "trl",
+        "owner_spec": ">=0.0",
+        "file": "peft-0.10.0 peft/utils/other.py prepare_model_for_kbit_training keeps Params4bit in their storage "
+        "dtype (0.9.0 casts them to float32); binds where that runs (TRL's experimental KTO/BCO/ORPO/CPO, not "
+        "SFTTrainer 1.x)",
     },
 )
 
@@ -594,7 +612,7 @@ def build(log: Any = print) -> Dict[str, Any]:
         "fetched": datetime.date.today().isoformat(),
         "window": dict(WINDOW),
         "packages": {name: matrix[name] for name in STACK_NAMES},
-        "floors": compact_floors(floors) + [dict(f, releases=[]) for f in STATED_FLOORS],
+        "floors": compact_floors(floors) + stated_floors(),
     }
 
 
@@ -753,6 +771,21 @@ def render_skill_text(matrix: Dict[str, Any]) -> str:
             f"| transformers {version} | `{record['python']}` | {_spec(lines, 'torch', 'torch')} | "
             f"{_spec(lines, 'huggingface-hub')} | {kernels} |"
         )
+    out += [
+        "",
+        "### Floors read in source, for every release in the window",
+        "",
+        "Declared in no metadata; each holds for the owner releases named (an owner without a range: every release).",
+        "`fsdp-qlora` is QLoRA sharded by FSDP2 (`--want qlora,fsdp2`).",
+        "",
+        "| feature | owner | needs | read in |",
+        "|---|---|---|---|",
+    ]
+    for floor in matrix["floors"]:
+        if floor.get("releases") or floor["kind"] != "requires":
+            continue
+        owner = floor["owner"] + (f" {floor['owner_spec']}" if floor.get("owner_spec", ">=0.0") != ">=0.0" else "")
+        out.append(f"| {floor['feature']} | {owner} | {floor['subject']} `{floor['spec']}` | {floor['file']} |")
     return "\n".join(out) + "\n"
 
 
@@ -801,7 +834,20 @@ def problems(matrix: Dict[str, Any], text: str) -> List[str]:
         if gone:
             found.append(f"{name}: accepted releases not recorded: {', '.join(gone[:8])}")
     found.extend(history_disagreements(packages))
+    if [f for f in matrix.get("floors", []) if not f.get("releases")] != stated_floors():
+        found.append("the stated floors differ from the tool's STATED_FLOORS (rewrite them with --stated-only)")
     return found
+
+
+def stated_floors() -> List[Dict[str, Any]]:
+    """STATED_FLOORS as the matrix records them (every owner release: no release list)."""
+    return [dict(f, releases=[]) for f in STATED_FLOORS]
+
+
+def with_stated_floors(matrix: Dict[str, Any]) -> Dict[str, Any]:
+    """``matrix`` with its stated floors replaced by the tool's (the floors read per release are kept)."""
+    read = [f for f in matrix["floors"] if f.get("releases")]
+    return {**matrix, "floors": read + stated_floors()}
 
 
 def history_disagreements(packages: Dict[str, Any]) -> List[str]:
@@ -832,6 +878,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the matrix")
     parser.add_argument("--cache", type=Path, default=None, help="keep raw pip answers here between runs")
     parser.add_argument("--text-only", action="store_true", help="rewrite only the skill text from the matrix")
+    parser.add_argument(
+        "--stated-only",
+        action="store_true",
+        help="rewrite the matrix's stated floors from STATED_FLOORS, and the skill text (no network)",
+    )
     return parser
 
 
@@ -845,6 +896,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if found:
             print(f"regenerate with: {COMMAND}", file=sys.stderr)
         return 1 if found else 0
+    if args.stated_only:
+        matrix = with_stated_floors(json.loads(args.output.read_text(encoding="utf-8")))
+        args.output.write_text(render(matrix), encoding="utf-8")
+        SKILL_TEXT.write_text(render_skill_text(matrix), encoding="utf-8")
+        return 0
     if args.text_only:
         SKILL_TEXT.write_text(render_skill_text(json.loads(args.output.read_text(encoding="utf-8"))), encoding="utf-8")
         return 0

@@ -15,6 +15,7 @@ from .allowlist import Allowlist
 from .check_config import ConfigChecks
 from .check_inline import InlineChecks
 from .check_python import PythonChecks
+from .check_ranges import RangeChecks
 from .check_shell import ShellChecks
 from .common import DEFAULT_FACTS, HISTORY_NAME, PYTHON_LANGS, SHELL_LANGS, SKILL_DIR, VERSIONS_HEADING, YAML_LANGS
 from .failures import Failure, nearest
@@ -36,7 +37,7 @@ def _quote_matcher(quote: str, template: str) -> bool:
     return quote_matches_template(quote, template)
 
 
-class Checker(InlineChecks, ShellChecks, PythonChecks, ConfigChecks):
+class Checker(InlineChecks, ShellChecks, PythonChecks, ConfigChecks, RangeChecks):
     def __init__(
         self,
         facts: Facts,
@@ -109,7 +110,8 @@ class Checker(InlineChecks, ShellChecks, PythonChecks, ConfigChecks):
 
     def check_file(self, path: Path) -> None:
         rel = _relative(path, self.root)
-        doc = parse_markdown(rel, path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        doc = parse_markdown(rel, text)
         for block in doc.blocks:
             ctx = self._block_context(rel, block.marker_line, block.marker)
             if ctx is None:
@@ -124,7 +126,8 @@ class Checker(InlineChecks, ShellChecks, PythonChecks, ConfigChecks):
                 self.check_json_block(rel, block, ctx)
         first_claim = len(self.claims)
         self._check_spans(rel, doc)
-        self.check_scopes(rel, path.read_text(encoding="utf-8"), self.claims[first_claim:])
+        self.check_scopes(rel, text, self.claims[first_claim:])
+        self.check_ranges(rel, text)
 
     def check_scopes(self, rel: str, text: str, claims: Sequence[Tuple[str, int, str, str]]) -> None:
         """Release scopes: each claim against every release of its inline scope or the file's window."""

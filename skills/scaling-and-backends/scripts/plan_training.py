@@ -21,7 +21,7 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 from common.output import HelpFormatter, dumps_strict, emit, escape_controls, one_line  # noqa: E402
-from planner.assemble import build_plan  # noqa: E402
+from planner.assemble import build_plan, path_goals  # noqa: E402
 from planner.hardware import resolve_hardware  # noqa: E402
 from planner.inputs import TRAINERS, Flags, PlanInputError, PlanRequest, load_request, trl_releases  # noqa: E402
 from planner.memory import DTYPE_BYTES, MEMORY_MODEL  # noqa: E402
@@ -30,6 +30,7 @@ from planner.render import error_dict, fit_plan_text, render_text, result_dict, 
 from planner.rules import lint  # noqa: E402
 from planner.templates import Commands, build_commands  # noqa: E402
 from planner.verdict import EXIT_CODES_HELP, judge  # noqa: E402
+from stack.floors import path_floors  # noqa: E402
 
 TRL_RELEASES = trl_releases()
 
@@ -47,6 +48,10 @@ inputs: the model is --params or --model-config (a local config.json of a Llama,
 lint: --lint-accelerate-config and/or --lint-trl-config (TRL CLI YAML, or JSON of config values);
   every finding names the setting to change and its upstream source. Without --params/--model-config
   only the lint runs.
+floors: the feature floors of the recommended path for --trl-version: the ranges TRL's extras
+  declare and the floors read in source (AsyncGRPO's vLLM gate, FSDP2's torch, FSDP+QLoRA's
+  bitsandbytes/accelerate), from scripts/stack/matrix.json, with the plan_install.py command that
+  checks an environment against them.
 verdict: one of "fits as asked" (the requested method without CPU offload, and the vLLM side), "fits
   only with a change" (the change named: a smaller micro-batch with more accumulation, bf16 weights,
   LoRA/QLoRA, CPU offload; the templates are for the first one that keeps what is trained, when one
@@ -297,6 +302,12 @@ def model_facts(request: PlanRequest) -> Optional[ModelFacts]:
     return None
 
 
+def feature_floors(goals: List[str], trl_version: str) -> List[Dict[str, str]]:
+    """The floors of the recommended path, from the install planner's recorded matrix (empty when it cannot be
+    read): what TRL's extras declare, what source enforces, and where TRL warns."""
+    return [floor._asdict() for floor in path_floors(goals, trl_version, with_extras=True)]
+
+
 class Report(NamedTuple):
     result: Dict[str, Any]  # the --json document
     text: str  # the plan and the lint, before wrapping
@@ -316,10 +327,11 @@ def run(request: PlanRequest) -> Report:
         plan = build_plan(request, facts, hardware)
     findings = lint(request, plan, hardware) if request.linting else []
     commands = build_commands(request, plan) if plan is not None else Commands([], {})
+    floors = feature_floors(path_goals(plan), request.trl_version) if plan is not None else []
     verdict = judge(request, plan, findings)
-    result = result_dict(request, plan, commands, findings, verdict)
+    result = result_dict(request, plan, commands, findings, verdict, floors)
     result["exit_code"] = verdict.exit_code
-    text = render_text(plan, commands, findings, request.linting, list(request.yaml_parsers))
+    text = render_text(plan, commands, findings, request.linting, list(request.yaml_parsers), floors)
     return Report(result, text, verdict_block(verdict), verdict.exit_code)
 
 

@@ -422,6 +422,39 @@ def build_plan(request: PlanRequest, facts: ModelFacts, hw: Hardware) -> Plan:
     return plan
 
 
+def path_candidate(plan: Plan) -> Optional[Estimate]:
+    """The candidate the plan recommends: the one that fits as asked, else the change the templates are for."""
+    return plan.recommended or plan.alternative_pick
+
+
+# A candidate's strategy as the diagnostic's backend id (the install planner's goal ids).
+STRATEGY_GOALS = {"ddp": "ddp", "zero": "deepspeed", "fsdp2": "fsdp2"}
+
+
+def path_goals(plan: Plan) -> List[str]:
+    """The backend ids (the diagnostic's, which plan_install.py --want takes) of the path the plan recommends:
+    method, sharding, vLLM mode, AsyncGRPO and its adapter-only sync, context parallelism. Empty when nothing fits."""
+    chosen = path_candidate(plan)
+    if chosen is None:
+        return []
+    goals: List[str] = []
+    if chosen.method in ("lora", "qlora"):
+        goals.append("peft" if chosen.method == "lora" else "qlora")
+    kind = next((goal for prefix, goal in STRATEGY_GOALS.items() if chosen.strategy.startswith(prefix)), None)
+    if kind is not None and (kind != "ddp" or chosen.world > 1):
+        goals.append(kind)
+    setup = chosen.setup or plan.setup
+    if setup.cp_size > 1:
+        goals.append("context-parallel")
+    if setup.trainer == "async-grpo":
+        goals.append("async-grpo")
+        if chosen.method != "full" and plan.vllm_mode == "server" and not (plan.lora and plan.lora.merged_sync_reason):
+            goals.append("async-grpo-lora")
+    elif plan.vllm_mode in ("server", "colocate"):
+        goals.append(f"vllm-{plan.vllm_mode}")
+    return goals
+
+
 def resolve_vllm_mode(request: PlanRequest, hw: Hardware) -> str:
     mode = request.vllm_mode
     trainer = request.trainer

@@ -20,7 +20,7 @@ if str(_HERE) not in sys.path:
 
 from common.output import WIDTH, fit_width  # noqa: E402
 
-from planner.assemble import ESCALATION, Plan, chosen_change  # noqa: E402
+from planner.assemble import ESCALATION, Plan, chosen_change, path_goals  # noqa: E402
 from planner.hardware import GIB  # noqa: E402
 from planner.inputs import PlanRequest  # noqa: E402
 from planner.memory import HOST_BAND, Estimate  # noqa: E402
@@ -155,6 +155,46 @@ def plan_dict(plan: Plan, commands: Commands, verdict: Verdict) -> Dict[str, Any
     }
 
 
+FLOOR_KINDS = {
+    "extra": "declared by TRL's extra",
+    "requires": "read in source",
+    "warns": "TRL warns outside it",
+}
+
+
+def install_check_command(plan: Plan) -> Optional[str]:
+    """The install planner's command for the recommended path (None when nothing fits)."""
+    goals = path_goals(plan)
+    if not goals:
+        return None
+    return f"python3 scripts/plan_install.py --want {','.join(goals)} --keep trl=={plan.trl_version}"
+
+
+def floors_dict(plan: Plan, floors: List[Dict[str, str]]) -> Dict[str, Any]:
+    """--json: the recommended path's goal ids and the floors of the TRL release the plan is for."""
+    return {
+        "trl_version": plan.trl_version,
+        "goals": path_goals(plan),
+        "floors": [{**floor, "meaning": FLOOR_KINDS.get(floor.get("kind", ""), "")} for floor in floors],
+        "check_command": install_check_command(plan),
+    }
+
+
+def floors_lines(plan: Plan, floors: List[Dict[str, str]]) -> List[str]:
+    """Text: one line per floor of the recommended path, and the command that checks an environment against them."""
+    command = install_check_command(plan)
+    if command is None:
+        return []
+    out = [f"feature floors of this path (TRL {plan.trl_version}; {', '.join(path_goals(plan))}):"]
+    if not floors:
+        out.append("  none beyond TRL's own requirements")
+    for floor in floors:
+        meaning = FLOOR_KINDS.get(floor.get("kind", ""), "")
+        out.append(f"  {floor['goal']}: {floor['subject']}{floor['spec']} ({meaning}; {floor['source']})")
+    out.append(f"  check or fix an environment: {command}")
+    return out
+
+
 def _source_text(item: Dict[str, Any]) -> str:
     if item["source"] == "flag":
         return f"{item['input']} {item['value']} (the flag wins over {item['overrides']})"
@@ -162,7 +202,12 @@ def _source_text(item: Dict[str, Any]) -> str:
 
 
 def render_text(
-    plan: Optional[Plan], commands: Commands, findings: List[Finding], lint_ran: bool, yaml_parsers: List[str]
+    plan: Optional[Plan],
+    commands: Commands,
+    findings: List[Finding],
+    lint_ran: bool,
+    yaml_parsers: List[str],
+    floors: Optional[List[Dict[str, str]]] = None,
 ) -> str:
     out: List[str] = []
     if plan is not None:
@@ -245,6 +290,7 @@ def render_text(
                 out.append(f"  the templates below are for {chosen.label}{keeps}: {c.method} with {c.label}")
             else:
                 out.append("  no single change or pair fits: more GPUs, a shorter max_length, or a smaller model")
+        out.extend(floors_lines(plan, floors or []))
         if plan.geometry is not None:
             gm = plan.geometry
             line = (
@@ -295,12 +341,18 @@ def _candidate_line(c: Estimate) -> str:
 
 
 def result_dict(
-    request: PlanRequest, plan: Optional[Plan], commands: Commands, findings: List[Finding], verdict: Verdict
+    request: PlanRequest,
+    plan: Optional[Plan],
+    commands: Commands,
+    findings: List[Finding],
+    verdict: Verdict,
+    floors: Optional[List[Dict[str, str]]] = None,
 ) -> Dict[str, Any]:
-    """The --json document (without its exit code)."""
+    """The --json document (without its exit code); ``floors``: the recommended path's feature floors."""
     result: Dict[str, Any] = {"schema_version": SCHEMA_VERSION, "tool": "plan_training.py"}
     if plan is not None:
         result.update(plan_dict(plan, commands, verdict))
+        result["feature_floors"] = floors_dict(plan, floors or [])
     result["lint"] = {
         "ran": request.linting,
         "yaml_parser": sorted(set(request.yaml_parsers)) or None,

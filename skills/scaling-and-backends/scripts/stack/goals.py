@@ -20,7 +20,7 @@ GOALS: Dict[str, Goal] = {
     "deepspeed": Goal(("deepspeed",), ("deepspeed",), (), "DeepSpeed ZeRO through TRL's deepspeed extra"),
     "peft": Goal(("peft",), ("peft",), (), "LoRA through TRL's peft extra"),
     "qlora": Goal(
-        ("peft", "quantization"), ("peft", "bitsandbytes"), ("qlora",), "QLoRA (with FSDP: FSDP+QLoRA floors)"
+        ("peft", "quantization"), ("peft", "bitsandbytes"), ("qlora",), "QLoRA (with fsdp2: the FSDP+QLoRA floors)"
     ),
     "liger": Goal(("liger",), ("liger-kernel",), ("liger",), "Liger kernels through TRL's liger extra"),
     "hub-kernels": Goal(("kernels",), ("kernels",), ("hub-kernels",), "Hub kernels through TRL's kernels extra"),
@@ -41,6 +41,8 @@ NOT_PLANNED = {
     "unsloth": "unsloth pins its own stack; it is outside the recorded matrix",
 }
 BASE_PACKAGES = ("trl", "transformers", "torch", "accelerate")
+# Features that only a pair of goals needs: FSDP sharding 4-bit weights needs a float quant storage.
+PAIR_FEATURES: Dict[Tuple[str, str], str] = {("fsdp2", "qlora"): "fsdp-qlora"}
 
 
 def combined(goal_ids: Sequence[str]) -> Goal:
@@ -53,4 +55,7 @@ def combined(goal_ids: Sequence[str]) -> Goal:
         extras += [e for e in goal.trl_extras if e not in extras]
         packages += [p for p in goal.packages if p not in packages]
         features += [f for f in goal.features if f not in features]
+    for (first, second), feature in PAIR_FEATURES.items():
+        if first in goal_ids and second in goal_ids and feature not in features:
+            features.append(feature)
     return Goal(tuple(sorted(extras)), tuple(packages), tuple(features), "; ".join(GOALS[g].note for g in goal_ids))
