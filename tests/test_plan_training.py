@@ -707,3 +707,20 @@ def test_async_grpo_lora_on_fused_moe_reports_merged_sync(capsys):
     server = next(c["command"] for c in data["commands"] if "vllm serve" in c["command"])
     assert "--enable-lora" not in server
     assert "lora_dropout=0.0" in data["config_fields"]["peft_config"]
+
+
+def test_help_lists_every_supported_family_from_the_family_table():
+    """Issue #19: --help named a fixed list that missed olmoe, glm4_moe and granitemoe; it is generated now."""
+    from planner import model as pm
+
+    text = " ".join(pm.wrap_words(pt.build_parser().format_help().split(), 10**6))
+    listed = text.split("model_type is one of:", 1)[1].split(".", 1)[0]
+    assert [name.strip() for name in listed.split(",")] == pm.family_names()
+    for model_type in pm.FAMILIES:
+        assert f" {model_type}" in listed
+    for model_type in ("olmoe", "glm4_moe", "granitemoe"):
+        assert f"{model_type} (MoE)" in listed
+    assert all(len(line) <= 100 for line in pt.FAMILY_HELP.splitlines())
+    # The fused-MoE families PEFT converts (LoRA trains their experts) come from the same module's table.
+    flat = " ".join(pt.build_parser().format_help().split())
+    assert "On fused-MoE models (" + ", ".join(sorted(pm.PEFT_MOE_CONVERSION)) + ")" in flat

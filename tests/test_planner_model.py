@@ -237,3 +237,15 @@ def test_granitemoe_lora_trains_attention_only_and_says_the_experts_stay_frozen(
     result = pm.resolve_lora(fixture_facts("granite-3.0-1b-a400m"), 16, "all-linear")
     assert result.modules == ["k_proj", "o_proj", "q_proj", "v_proj"] and result.parameters == []
     assert any("stay frozen" in note for note in result.notes)
+
+
+def test_family_names_come_from_the_tables_and_mark_moe_and_mla():
+    names = pm.family_names()
+    assert [n.split(" ", 1)[0] for n in names] == sorted(pm.FAMILIES)
+    assert "deepseek_v3 (MLA + MoE)" in names and "mixtral (MoE)" in names and "llama" in names
+
+
+def test_wrap_words_packs_greedily_and_indents_continuations():
+    assert pm.wrap_words(["aaa", "bb", "cc", "d"], 6) == ["aaa bb", "  cc d"]
+    assert pm.wrap_words(["a-very-long-word", "x"], 5) == ["a-very-long-word", "  x"]
+    assert pm.wrap_words([], 10) == []

@@ -34,7 +34,7 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
                   mixed precision, utils/fsdp_utils.py); frozen params at load dtype /N; offload moves all of it
                   to host RAM
     LoRA          T as PEFT 0.21.2 counts it: r*(in+out) per targeted Linear (all-linear = every Linear but
-                  lm_head); on mixtral, qwen3_moe and deepseek_v2/v3 (transformers 5.24.0 fused experts) PEFT
+                  lm_head); on the fused-MoE families of --lora-targets (transformers 5.24.0 fused experts) PEFT
                   also turns all-linear, gate_proj/up_proj/down_proj (w1/w3/w2) and gate into target_parameters:
                   r*E*(in+out) per fused expert tensor (gate_up_proj at rank 2r) and r*(E+h) for the router;
                   names that match nothing are ignored, none matching is refused (PEFT's message);

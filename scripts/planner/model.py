@@ -134,6 +134,26 @@ MOE_TYPES = {
 MLA_TYPES = {"deepseek_v2", "deepseek_v3"}  # multi-head latent attention (transformers 5.24.0 modeling files)
 
 
+def family_names() -> List[str]:
+    """Each supported model_type, marked (MoE) or (MLA + MoE), from the tables above: what --help lists."""
+    marks = {**{t: " (MoE)" for t in MOE_TYPES}, **{t: " (MLA + MoE)" for t in MLA_TYPES}}
+    return [t + marks.get(t, "") for t in sorted(FAMILIES)]
+
+
+def wrap_words(words: List[str], width: int, indent: str = "  ") -> List[str]:
+    """Words packed greedily into lines of at most ``width`` columns, each line after the first indented."""
+    lines: List[str] = []
+    line = ""
+    for word in words:
+        candidate = f"{line} {word}" if line else (indent if lines else "") + word
+        if line and len(candidate) > width:
+            lines.append(line)
+            line = indent + word
+        else:
+            line = candidate
+    return lines + ([line] if line else [])
+
+
 # Where a config.json has no layer_types, transformers 5.24.0 fills them in per family: gemma2 and gpt_oss
 # alternate sliding and full from layer 0, gemma3_text has 5 sliding layers per full one (sliding_window_pattern 6).
 SLIDING_PATTERN = {"gemma2": 2, "gpt_oss": 2, "gemma3_text": 6}
