@@ -70,7 +70,8 @@ lint: --lint-accelerate-config and/or --lint-trl-config (TRL CLI YAML, or JSON o
 verdict: one of "fits as asked" (the requested method without CPU offload, and the vLLM side), "fits
   only with a change" (the change named: a smaller micro-batch with more accumulation, bf16 weights,
   LoRA/QLoRA, CPU offload; the templates are for the first one that keeps what is trained, when one
-  fits) or "does not fit".
+  fits) or "does not fit". CPU offload is checked against --host-memory-gib; without it the verdict
+  names the host RAM per node the change needs.
 """
     + EXIT_CODES_HELP
     + """The commands in the output are templates: never run them without the user's approval.

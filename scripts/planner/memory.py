@@ -206,6 +206,7 @@ class Estimate:
     host_basis: str = ""  # what the host RAM figure is made of, and how exact it is
     host_terms: Dict[str, int] = field(default_factory=dict)  # per node, by name
     ds_host_estimate: Optional[int] = None  # DeepSpeed's own estimator, per node, reported as DeepSpeed's
+    host_checked: bool = False  # the host RAM figure was judged against --host-memory-gib
 
     @property
     def host_upper(self) -> Optional[int]:
@@ -641,6 +642,7 @@ def host_model(
 def judge(candidate: Estimate, usable_bytes: int, headroom: float, host_limit: Optional[int]) -> None:
     candidate.usable_bytes = usable_bytes
     candidate.headroom = headroom
+    candidate.host_checked = host_limit is not None and candidate.host_upper is not None
     limit = usable_bytes * (1 - headroom)
     if candidate.verdict_bytes > limit:
         candidate.fits = False
@@ -659,3 +661,18 @@ def judge(candidate: Estimate, usable_bytes: int, headroom: float, host_limit: O
                 f"; tight: the band's upper edge ({candidate.upper_bytes / GIB:.1f} GiB) is above the limit, "
                 "smoke-test a few steps first"
             )
+        if host_unchecked(candidate):
+            candidate.reason += f"; {host_condition(candidate)}"
+
+
+def host_unchecked(candidate: Estimate) -> bool:
+    """A CPU-offload candidate whose host RAM nobody checked: it fits on the GPU only if the node has the RAM."""
+    return "offload" in candidate.strategy and candidate.host_upper is not None and not candidate.host_checked
+
+
+def host_condition(candidate: Estimate) -> str:
+    """The condition an unchecked offload candidate fits under, in one clause."""
+    return (
+        f"only if the node has {(candidate.host_upper or 0) / GIB:,.0f} GiB host RAM (upper edge; not checked: "
+        "pass --host-memory-gib)"
+    )
