@@ -47,7 +47,8 @@ def family_help() -> str:
     names = family_names()
     head = "inputs: the model is --params or --model-config, a local config.json whose model_type is one of:"
     tail = (
-        "Multimodal wrappers such as model_type gemma3 are refused: their vision tower is not counted. "
+        "The vision-language ones are counted with their vision tower and projector; other multimodal wrappers are "
+        "refused, with the way out (their text_config as a config.json of its own, or --params). "
         "With --params alone, activations and the KV cache use the nearest published reference shape (named in the "
         "output). Hardware is --gpus/--gpu-memory-gib or --hardware-json (the output of check_optional_backends.py "
         "--json; its visible GPUs); --gpus is per node. Batch, accumulation, sequence, generation and beta come from "

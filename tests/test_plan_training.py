@@ -716,7 +716,7 @@ def test_help_lists_every_supported_family_from_the_family_table():
     text = " ".join(pm.wrap_words(pt.build_parser().format_help().split(), 10**6))
     listed = text.split("model_type is one of:", 1)[1].split(".", 1)[0]
     assert [name.strip() for name in listed.split(",")] == pm.family_names()
-    for model_type in pm.FAMILIES:
+    for model_type in {*pm.FAMILIES, *pm.MULTIMODAL}:
         assert f" {model_type}" in listed
     for model_type in ("olmoe", "glm4_moe", "granitemoe"):
         assert f"{model_type} (MoE)" in listed

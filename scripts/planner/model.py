@@ -119,6 +119,7 @@ FAMILIES = {
     "olmoe": (False, None, None, 2, False, True, False),
     "glm4_moe": (False, None, False, 2, False, True, False),
     "granitemoe": (False, None, None, 2, False, True, False),
+    "llama4_text": (False, None, None, 2, False, True, False),  # its qk_norm is an L2 norm without weights
 }
 MOE_TYPES = {
     "mixtral",
@@ -130,14 +131,25 @@ MOE_TYPES = {
     "olmoe",
     "glm4_moe",
     "granitemoe",
+    "llama4_text",
 }
+# Families refused on purpose, with the reason the refusal gives (the way out is --params, which always plans).
+NOT_COUNTED = {
+    "qwen3_next": "Its Gated DeltaNet layers (linear attention, 3 of every 4) keep a fixed recurrent state where the "
+    "others keep a KV cache, and neither its layer shapes nor vLLM's state for them are modelled.",
+}
+# Linears bitsandbytes 4-bit leaves alone: replace_with_bnb_linear swaps a module only when its type is nn.Linear
+# itself (transformers/integrations/bitsandbytes.py @5.24.0), and Llama4Router subclasses it.
+NOT_4BIT = {"feed_forward.router"}
 MLA_TYPES = {"deepseek_v2", "deepseek_v3"}  # multi-head latent attention (transformers 5.24.0 modeling files)
 
 
 def family_names() -> List[str]:
-    """Each supported model_type, marked (MoE) or (MLA + MoE), from the tables above: what --help lists."""
+    """Each supported model_type, marked (MoE), (MLA + MoE) or (vision + language), from the family tables: what
+    --help lists."""
     marks = {**{t: " (MoE)" for t in MOE_TYPES}, **{t: " (MLA + MoE)" for t in MLA_TYPES}}
-    return [t + marks.get(t, "") for t in sorted(FAMILIES)]
+    marks.update({t: " (vision + language)" for t in MULTIMODAL})
+    return [t + marks.get(t, "") for t in sorted({*FAMILIES, *MULTIMODAL})]
 
 
 def wrap_words(words: List[str], width: int, indent: str = "  ") -> List[str]:
@@ -283,6 +295,12 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
         experts = _cfg_int(config, key, path)
         expert_inter = inter
         moe_ids = set(range(layers))
+    elif model_type == "llama4_text":  # Llama4TextConfig: MoE on every interleave_moe_layer_step-th layer
+        experts = _cfg_int(config, "num_local_experts", path, 16)
+        expert_inter = inter
+        listed = config.get("moe_layers")
+        step = _cfg_int(config, "interleave_moe_layer_step", path, 1) or 1
+        moe_ids = set(listed) if isinstance(listed, list) else set(range(step - 1, layers, step))
     elif model_type in MLA_TYPES or model_type == "glm4_moe":
         experts = _cfg_int(config, "n_routed_experts", path)
         expert_inter = _cfg_int(config, "moe_intermediate_size", path)
@@ -309,6 +327,16 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
             ExpertParam("mlp.experts.down_proj_bias", experts, 1, h, 0, lora=False),
         ]
         expert_params = 3 * h * expert_inter + i2 + h
+    elif model_type == "llama4_text":
+        # Llama4TextMoe: fused experts (gate_up_proj is (E, h, 2I), down_proj (E, I, h)), a router that is an
+        # nn.Linear (Llama4Router), and a shared expert as wide as one routed expert (modeling_llama4.py @5.24.0).
+        params = [
+            ExpertParam("feed_forward.experts.gate_up_proj", experts, h, i2, 0),
+            ExpertParam("feed_forward.experts.down_proj", experts, expert_inter, h, 0),
+        ]
+        expert_params = 3 * h * expert_inter
+        shared = [("feed_forward.router", h, experts, False)]
+        shared += _dense_mlp(model_type, "feed_forward.shared_expert.", h, expert_inter, False)
     elif model_type == "granitemoe":  # the MoE block is block_sparse_moe, its router a bare parameter
         params = [
             ExpertParam("block_sparse_moe.router.weight", 1, experts, h, 0),
@@ -346,9 +374,172 @@ def _moe_module_sizes(params: List[ExpertParam]) -> List[int]:
     return list(owners.values())
 
 
+# ==============================================================================================================
+# Vision-language models: the language model (a family above) plus the vision tower and projector
+# ==============================================================================================================
+
+# model_type: (the text family the language model is counted as, where its fields are). transformers 5.24.0:
+# Gemma3ForConditionalGeneration (a SigLIP tower, models/gemma3 and models/siglip) keeps them in text_config;
+# Qwen2_5_VLForConditionalGeneration reads a Hub config's flat fields into text_config (Qwen2_5_VLConfig
+# __post_init__), and its language model is Qwen2's (q/k/v with bias, o_proj without).
+MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2"}
+# Class defaults for the fields a published config.json leaves out (gemma-3-4b-it names only a few).
+TEXT_DEFAULTS = {
+    "gemma3": {  # Gemma3TextConfig @5.24.0; tie_word_embeddings from Gemma3Config
+        "vocab_size": 262208,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131072,
+        "sliding_window": 4096,
+        "tie_word_embeddings": True,
+    },
+    "qwen2_5_vl": {"tie_word_embeddings": False},  # Qwen2_5_VLConfig @5.24.0
+}
+VISION_DEFAULTS = {
+    "gemma3": {  # SiglipVisionConfig @5.24.0
+        "hidden_size": 768,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "num_channels": 3,
+        "image_size": 224,
+        "patch_size": 16,
+        "vision_use_head": True,
+    },
+    "qwen2_5_vl": {  # Qwen2_5_VLVisionConfig @5.24.0
+        "depth": 32,
+        "hidden_size": 3584,
+        "intermediate_size": 3420,
+        "in_channels": 3,
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "out_hidden_size": 3584,
+    },
+}
+
+
+@dataclass
+class _Tower:
+    """A vision tower and projector: per-layer Linears, parameters outside them, and module sizes."""
+
+    linears: List[_Lin]  # per layer (paths under the tower's prefix)
+    layers: int
+    layer_params: int  # one layer, everything in it
+    singles: List[_Lin]  # Linears that occur once (the projector's)
+    other: int  # parameters outside the Linears: embeddings, norms, a projection weight
+    module_sizes: List[int]
+
+
+def _siglip_tower(v: Dict[str, Any], text_hidden: int, path: str) -> _Tower:
+    """SiglipVisionModel without the pooling head, and Gemma3MultiModalProjector (a bare projection weight and an
+    RMSNorm): modeling_siglip.py and modeling_gemma3.py @5.24.0."""
+    if v.get("vision_use_head"):
+        raise PlanInputError(
+            f"{path}: vision_config.vision_use_head is true (SigLIP's default): Gemma 3 checkpoints set it to false "
+            "and the planner counts that tower; set it as the checkpoint does"
+        )
+    h, i = _cfg_int(v, "hidden_size", path), _cfg_int(v, "intermediate_size", path)
+    layers, channels = _cfg_int(v, "num_hidden_layers", path), _cfg_int(v, "num_channels", path)
+    image, patch = _cfg_int(v, "image_size", path), _cfg_int(v, "patch_size", path)
+    if min(h, i, layers, channels, image, patch) <= 0:
+        raise PlanInputError(f"{path}: vision_config sizes must be positive")
+    prefix = "vision_tower.encoder."
+    linears: List[_Lin] = [
+        (prefix + "self_attn.q_proj", h, h, True),
+        (prefix + "self_attn.k_proj", h, h, True),
+        (prefix + "self_attn.v_proj", h, h, True),
+        (prefix + "self_attn.out_proj", h, h, True),
+        (prefix + "mlp.fc1", h, i, True),
+        (prefix + "mlp.fc2", i, h, True),
+    ]
+    layer = _linear_params(linears) + 2 * 2 * h  # layer_norm1, layer_norm2 (LayerNorm: weight and bias)
+    conv = channels * h * patch * patch + h  # patch_embedding Conv2d with bias
+    positions = (image // patch) ** 2 * h
+    projection = h * text_hidden  # mm_input_projection_weight
+    other = conv + positions + 2 * h + projection + h  # + post_layernorm, the projector's RMSNorm
+    sizes = [conv, positions, 2 * h, projection] + [_linear_params([lin]) for lin in linears]
+    return _Tower(linears, layers, layer, [], other, sizes)
+
+
+def _qwen25_vl_tower(v: Dict[str, Any], path: str) -> _Tower:
+    """Qwen2_5_VisionTransformerPretrainedModel: a Conv3d patch embedding without bias, blocks of RMSNorms, a fused
+    qkv and a gated MLP (all with bias), and the patch merger (modeling_qwen2_5_vl.py @5.24.0)."""
+    h, i, depth = _cfg_int(v, "hidden_size", path), _cfg_int(v, "intermediate_size", path), _cfg_int(v, "depth", path)
+    channels = _cfg_int(v, "in_chans" if "in_chans" in v else "in_channels", path)
+    patch, t = _cfg_int(v, "patch_size", path), _cfg_int(v, "temporal_patch_size", path)
+    merge, out = _cfg_int(v, "spatial_merge_size", path), _cfg_int(v, "out_hidden_size", path)
+    if min(h, i, depth, channels, patch, t, merge, out) <= 0:
+        raise PlanInputError(f"{path}: vision_config sizes must be positive")
+    prefix = "visual.blocks."
+    linears: List[_Lin] = [
+        (prefix + "attn.qkv", h, 3 * h, True),
+        (prefix + "attn.proj", h, h, True),
+        (prefix + "mlp.gate_proj", h, i, True),
+        (prefix + "mlp.up_proj", h, i, True),
+        (prefix + "mlp.down_proj", i, h, True),
+    ]
+    merged = h * merge * merge
+    singles: List[_Lin] = [("visual.merger.mlp.0", merged, merged, True), ("visual.merger.mlp.2", merged, out, True)]
+    layer = _linear_params(linears) + 2 * h  # norm1, norm2 (RMSNorm)
+    conv = channels * t * patch * patch * h
+    other = conv + h  # + the merger's ln_q
+    sizes = [conv, h] + [_linear_params([lin]) for lin in linears + singles]
+    return _Tower(linears, depth, layer, singles, other, sizes)
+
+
+def _multimodal_facts(config: Dict[str, Any], path: str, model_type: str) -> ModelFacts:
+    """A vision-language model: its language model counted as its text family, then the vision tower and projector
+    added to the totals, the Linears (what LoRA and 4-bit see) and the largest module."""
+    nested = config.get("text_config")
+    text = dict(nested) if isinstance(nested, dict) else {k: v for k, v in config.items() if k != "vision_config"}
+    for key, value in TEXT_DEFAULTS[model_type].items():
+        text.setdefault(key, config.get(key, value) if key == "tie_word_embeddings" else value)
+    text["model_type"] = MULTIMODAL[model_type]
+    vision = config.get("vision_config")
+    if not isinstance(vision, dict):
+        raise PlanInputError(
+            f"{path}: model_type {model_type!r} needs its vision_config block (the tower the planner counts); for "
+            "the language model alone save its text fields as a config.json of their own with model_type "
+            f"{MULTIMODAL[model_type]!r}"
+        )
+    vision = {**VISION_DEFAULTS[model_type], **vision}
+    facts = facts_from_config(text, path)
+    tower = _siglip_tower(vision, facts.hidden, path) if model_type == "gemma3" else _qwen25_vl_tower(vision, path)
+    tower_params = tower.layers * tower.layer_params + tower.other + _linear_params(tower.singles)
+    facts.total += tower_params
+    facts.active += tower_params
+    for key, fan_in, fan_out, _ in tower.linears:
+        facts.linears.append(Linear(key.rsplit(".", 1)[-1], fan_in, fan_out, tower.layers, key))
+    for key, fan_in, fan_out, _ in tower.singles:
+        facts.linears.append(Linear(key.rsplit(".", 1)[-1], fan_in, fan_out, 1, key))
+    tower_linears = tower.linears + tower.singles
+    weights = sum(i * o for _, i, o, _ in tower.linears) * tower.layers + sum(i * o for _, i, o, _ in tower.singles)
+    facts.quantizable += weights
+    facts.largest_module = max(facts.largest_module, *tower.module_sizes)
+    facts.largest_linear = max(facts.largest_linear, *(i * o for _, i, o, _ in tower_linears))
+    facts.model_type = model_type
+    facts.source = f"config.json ({path}, model_type {model_type})"
+    facts.notes.append(
+        f"vision-language model: the vision tower and projector ({tower_params / 1e6:,.0f}M parameters) are counted "
+        "in the model states; the activations of image tokens are not (the plan sizes text sequences)"
+    )
+    facts.notes.append(
+        f"LoRA on {model_type}: PEFT 0.21.2's all-linear takes every nn.Linear but the output layer, so it trains the "
+        "vision tower's Linears too; a name list matches them wherever the names occur (q_proj, gate_proj, ...)"
+    )
+    return facts
+
+
 def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     """Count parameters of a decoder from its config.json, family by family (transformers 5.24.0 modeling)."""
     model_type = config.get("model_type")
+    if model_type in MULTIMODAL:
+        return _multimodal_facts(config, path, str(model_type))
     if model_type not in FAMILIES:
         text = config.get("text_config")
         if isinstance(text, dict):
@@ -365,7 +556,7 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
                 )
             raise PlanInputError(
                 f"{path}: model_type {model_type!r} is a multimodal wrapper (a vision tower and projector the planner "
-                f"does not count); {way} (supported model_type: {', '.join(sorted(FAMILIES))})"
+                f"does not count); {way} (supported model_type: {', '.join(sorted({*FAMILIES, *MULTIMODAL}))})"
             )
         moe = any(k in config for k in ("num_experts", "num_local_experts", "n_routed_experts"))
         caveat = (
@@ -374,9 +565,11 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
             if moe
             else ""
         )
+        why = f" {NOT_COUNTED[model_type]}" if model_type in NOT_COUNTED else ""
         raise PlanInputError(
             f"{path}: unknown model_type {model_type!r} (architectures {config.get('architectures')}); supported: "
-            f"{', '.join(sorted(FAMILIES))}. Pass --params instead to plan with a reference shape.{caveat}"
+            f"{', '.join(sorted({*FAMILIES, *MULTIMODAL}))}.{why} Pass --params with the model's total parameter "
+            f"count instead (e.g. --params 80B) to plan with a reference shape.{caveat}"
         )
     tied_default, _, _, norms, _, gated, layer_norm = FAMILIES[model_type]
     h = _cfg_int(config, "hidden_size", path)
@@ -411,7 +604,12 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
                 linears[key] = Linear(key.rsplit(".", 1)[-1], fan_in, fan_out, count, key)
 
     add(attn_linears, layers)
-    dense_mlp = _dense_mlp(model_type, "mlp.", h, inter, mlp_bias)
+    dense_width = inter
+    if model_type == "llama4_text":  # its dense layers have their own width; intermediate_size is an expert's
+        dense_width = _cfg_int(config, "intermediate_size_mlp", path, 16384)
+    dense_mlp = _dense_mlp(
+        model_type, "feed_forward." if model_type == "llama4_text" else "mlp.", h, dense_width, mlp_bias
+    )
     dense_layer = attn + layer_norms + _linear_params(dense_mlp)
     # DeepSpeed's largest_layer_params: the most parameters one module holds itself (not counting its children),
     # over every module: embedding, lm_head, each Linear (weight + bias), a fused experts module, norms.
@@ -426,6 +624,11 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     n_dense_layers, expert_width, top_k = layers, 0, 0
     if model_type in MLA_TYPES:
         mla_kv_dim = _cfg_int(config, "kv_lora_rank", path) + _cfg_int(config, "qk_rope_head_dim", path)
+    if model_type == "llama4_text" and config.get("attention_chunk_size"):
+        notes.append(
+            f"llama4: the RoPE layers attend within chunks of {config['attention_chunk_size']} tokens; the vLLM KV "
+            "figures treat every layer as full attention, so they are an upper bound"
+        )
     if is_moe:
         moe = _moe(config, model_type, path, h, inter, layers)
         n_moe, n_dense = moe.moe_layers, layers - moe.moe_layers
@@ -443,7 +646,7 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
             expert_params.append(ExpertParam(p.path, p.experts, p.dim_a, p.dim_b, n_moe, p.lora))
         block = max(moe_layer if n_moe else 0, dense_layer if n_dense else 0)
         block_q = sum(i * o for _, i, o, _ in attn_linears) + (
-            sum(i * o for _, i, o, _ in moe.shared)
+            sum(i * o for key, i, o, _ in moe.shared if key not in NOT_4BIT)
             if n_moe and block == moe_layer
             else sum(i * o for _, i, o, _ in dense_mlp)
         )
@@ -466,7 +669,7 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     final_norm = norm_params
     total = embedding + lm_head + final_norm + total_layers
     active = embedding + lm_head + final_norm + active_layers
-    quantizable = sum(lin.fan_in * lin.fan_out * lin.layers for lin in linears.values())
+    quantizable = sum(lin.fan_in * lin.fan_out * lin.layers for lin in linears.values() if lin.path not in NOT_4BIT)
     largest_linear = max(lin.fan_in * lin.fan_out for lin in linears.values())
     name = str(config.get("_name_or_path") or Path(path).parent.name or model_type)
     dtype = config.get("torch_dtype") or config.get("dtype")
@@ -502,7 +705,7 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
         expert_params=expert_params,
         mla_kv_dim=mla_kv_dim,
         layer_windows=_layer_windows(config, str(model_type), layers),
-        mlp_width=inter if (not is_moe or n_dense_layers) else 0,
+        mlp_width=dense_width if (not is_moe or n_dense_layers) else 0,
         expert_width=expert_width,
         experts_per_token=top_k,
         quantization=str(quant_method) if quant_method else None,
