@@ -224,9 +224,9 @@ def test_a_wrapper_whose_text_model_is_supported_points_to_it_and_one_that_is_no
         pm.facts_from_config({"model_type": "gemma3", "text_config": text}, "x/config.json")
     # The way out it names works: the text block alone plans.
     assert pm.facts_from_config(text, "text/config.json").total == fixture_facts("gemma-3-1b").total
-    # llama4 (the multimodal wrapper): its text_config is llama4_text, which plans, so that is the way out.
+    # llama4 without its vision_config: the language model alone (llama4_text) is the way out, and it plans.
     maverick = json.loads((MODEL_DIR / "llama-4-maverick-17b-128e-text" / "config.json").read_text())
-    with pytest.raises(pm.PlanInputError, match=r"save its text_config block .*'llama4_text'"):
+    with pytest.raises(pm.PlanInputError, match=r"needs its vision_config block.*'llama4_text'"):
         pm.facts_from_config({"model_type": "llama4", "text_config": maverick}, "x/config.json")
     assert pm.facts_from_config(maverick, "text/config.json").total == 400_711_848_960
     other = {"model_type": "qwen3_vl_moe", "text_config": {"model_type": "qwen3_vl_moe_text", "num_experts": 128}}
@@ -275,6 +275,14 @@ def test_vision_language_models_count_their_vision_tower_exactly():
     tower = qwen.total - fixture_facts("qwen2.5-7b").total
     assert tower == 1_505_280 + 630_470_400 + 44_574_464  # patch embedding, 32 blocks, merger
     assert any("vision tower and projector" in note for note in qwen.notes)
+
+
+def test_llama4_counts_its_vision_tower_adapter_and_projector():
+    scout = fixture_facts("llama-4-scout-17b-16e-instruct")  # Llama4ForConditionalGeneration, meta device
+    assert scout.total == 108_641_793_536 and scout.model_type == "llama4"
+    assert scout.largest_module == 16 * 3 * 5120 * 8192  # one layer's fused experts, above any vision module
+    lora = pm.resolve_lora(scout, 16, "all-linear")
+    assert {"linear", "linear_1", "fc1", "fc2", "router"} <= set(lora.modules) and lora.trainable == 74_034_368
 
 
 def test_lora_all_linear_on_a_vision_language_model_trains_the_towers_linears_as_peft_does():

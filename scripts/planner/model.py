@@ -382,7 +382,7 @@ def _moe_module_sizes(params: List[ExpertParam]) -> List[int]:
 # Gemma3ForConditionalGeneration (a SigLIP tower, models/gemma3 and models/siglip) keeps them in text_config;
 # Qwen2_5_VLForConditionalGeneration reads a Hub config's flat fields into text_config (Qwen2_5_VLConfig
 # __post_init__), and its language model is Qwen2's (q/k/v with bias, o_proj without).
-MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2"}
+MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2", "llama4": "llama4_text"}
 # Class defaults for the fields a published config.json leaves out (gemma-3-4b-it names only a few).
 TEXT_DEFAULTS = {
     "gemma3": {  # Gemma3TextConfig @5.24.0; tie_word_embeddings from Gemma3Config
@@ -398,6 +398,7 @@ TEXT_DEFAULTS = {
         "tie_word_embeddings": True,
     },
     "qwen2_5_vl": {"tie_word_embeddings": False},  # Qwen2_5_VLConfig @5.24.0
+    "llama4": {"tie_word_embeddings": False},  # Llama4Config @5.24.0
 }
 VISION_DEFAULTS = {
     "gemma3": {  # SiglipVisionConfig @5.24.0
@@ -419,6 +420,17 @@ VISION_DEFAULTS = {
         "spatial_merge_size": 2,
         "temporal_patch_size": 2,
         "out_hidden_size": 3584,
+    },
+    "llama4": {  # Llama4VisionConfig @5.24.0
+        "hidden_size": 768,
+        "intermediate_size": 5632,
+        "num_hidden_layers": 34,
+        "num_channels": 3,
+        "image_size": 448,
+        "patch_size": 14,
+        "projector_input_dim": 4096,
+        "projector_output_dim": 4096,
+        "vision_output_dim": 7680,
     },
 }
 
@@ -492,6 +504,38 @@ def _qwen25_vl_tower(v: Dict[str, Any], path: str) -> _Tower:
     return _Tower(linears, depth, layer, singles, other, sizes)
 
 
+def _llama4_tower(v: Dict[str, Any], text_hidden: int, path: str) -> _Tower:
+    """Llama4VisionModel (an unfolded patch Linear, class and position embeddings, LayerNorm encoder layers with
+    biased q/k/v/o and fc1/fc2, the pixel-shuffle adapter MLP) and Llama4MultiModalProjector, none of the adapter and
+    projector Linears with bias (modeling_llama4.py @5.24.0)."""
+    keys = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_channels", "image_size", "patch_size")
+    h, i, layers, channels, image, patch = (_cfg_int(v, key, path) for key in keys)
+    p_in, p_out = _cfg_int(v, "projector_input_dim", path), _cfg_int(v, "projector_output_dim", path)
+    out = _cfg_int(v, "vision_output_dim", path)
+    if min(h, i, layers, channels, image, patch, p_in, p_out, out) <= 0:
+        raise PlanInputError(f"{path}: vision_config sizes must be positive")
+    prefix = "vision_model.model.layers."
+    linears: List[_Lin] = [
+        (prefix + "self_attn.q_proj", h, h, True),
+        (prefix + "self_attn.k_proj", h, h, True),
+        (prefix + "self_attn.v_proj", h, h, True),
+        (prefix + "self_attn.o_proj", h, h, True),
+        (prefix + "mlp.fc1", h, i, True),
+        (prefix + "mlp.fc2", i, h, True),
+    ]
+    singles: List[_Lin] = [
+        ("vision_model.patch_embedding.linear", channels * patch * patch, h, False),
+        ("vision_model.vision_adapter.mlp.fc1", i, p_in, False),
+        ("vision_model.vision_adapter.mlp.fc2", p_out, p_out, False),
+        ("multi_modal_projector.linear_1", out, text_hidden, False),
+    ]
+    layer = _linear_params(linears) + 2 * 2 * h  # input_layernorm, post_attention_layernorm (LayerNorm)
+    embeddings = h + ((image // patch) ** 2 + 1) * h  # class_embedding, positional_embedding_vlm
+    other = embeddings + 2 * 2 * h  # + layernorm_pre, layernorm_post
+    sizes = [embeddings, 2 * h] + [_linear_params([lin]) for lin in linears + singles]
+    return _Tower(linears, layers, layer, singles, other, sizes)
+
+
 def _multimodal_facts(config: Dict[str, Any], path: str, model_type: str) -> ModelFacts:
     """A vision-language model: its language model counted as its text family, then the vision tower and projector
     added to the totals, the Linears (what LoRA and 4-bit see) and the largest module."""
@@ -509,7 +553,12 @@ def _multimodal_facts(config: Dict[str, Any], path: str, model_type: str) -> Mod
         )
     vision = {**VISION_DEFAULTS[model_type], **vision}
     facts = facts_from_config(text, path)
-    tower = _siglip_tower(vision, facts.hidden, path) if model_type == "gemma3" else _qwen25_vl_tower(vision, path)
+    if model_type == "gemma3":
+        tower = _siglip_tower(vision, facts.hidden, path)
+    elif model_type == "llama4":
+        tower = _llama4_tower(vision, facts.hidden, path)
+    else:
+        tower = _qwen25_vl_tower(vision, path)
     tower_params = tower.layers * tower.layer_params + tower.other + _linear_params(tower.singles)
     facts.total += tower_params
     facts.active += tower_params
