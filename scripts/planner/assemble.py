@@ -22,7 +22,7 @@ from planner.hardware import GIB, Hardware, cc_value  # noqa: E402
 from planner.inputs import PlanInputError, PlanRequest  # noqa: E402
 from planner.kv_cache import tp_refusal, tp_sizes  # noqa: E402
 from planner.memory import GENERATING, REF_MODEL_DEFAULT, Estimate, Setup, estimate, judge, strategies_for  # noqa: E402
-from planner.model import LoraTargets, ModelFacts, lora_trainable, resolve_lora  # noqa: E402
+from planner.model import NO_VLLM_SIZING, LoraTargets, ModelFacts, lora_trainable, resolve_lora  # noqa: E402
 from planner.split import (  # noqa: E402
     TRL_COLOCATE_UTIL_DEFAULT,
     BatchGeometry,
@@ -294,6 +294,12 @@ def build_plan(request: PlanRequest, facts: ModelFacts, hw: Hardware) -> Plan:
         else 0,
     )
     mode = resolve_vllm_mode(request, hw)
+    if mode != "none" and facts.model_type in NO_VLLM_SIZING:
+        raise PlanInputError(
+            f"--vllm-mode {mode}: the planner cannot size vLLM for {facts.model_type}: "
+            f"{NO_VLLM_SIZING[facts.model_type]}; plan the trainer with --vllm-mode none (generation with "
+            "model.generate(), the same training memory) and size the vLLM server from its own start-up log"
+        )
     gpu_bytes = hw.memory_bytes
     max_model_len = request.max_model_len or request.seq_len
     serve_bytes = served_dtype_bytes(trainer, setup.model_dtype)

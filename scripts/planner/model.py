@@ -120,6 +120,7 @@ FAMILIES = {
     "glm4_moe": (False, None, False, 2, False, True, False),
     "granitemoe": (False, None, None, 2, False, True, False),
     "llama4_text": (False, None, None, 2, False, True, False),  # its qk_norm is an L2 norm without weights
+    "qwen3_next": (False, None, None, 2, True, True, False),
 }
 MOE_TYPES = {
     "mixtral",
@@ -132,11 +133,14 @@ MOE_TYPES = {
     "glm4_moe",
     "granitemoe",
     "llama4_text",
+    "qwen3_next",
 }
 # Families refused on purpose, with the reason the refusal gives (the way out is --params, which always plans).
-NOT_COUNTED = {
-    "qwen3_next": "Its Gated DeltaNet layers (linear attention, 3 of every 4) keep a fixed recurrent state where the "
-    "others keep a KV cache, and neither its layer shapes nor vLLM's state for them are modelled.",
+NOT_COUNTED: Dict[str, str] = {}
+# Families whose vLLM memory the planner does not model (the reason; generation without vLLM still plans).
+NO_VLLM_SIZING = {
+    "qwen3_next": "its Gated DeltaNet layers (3 of every 4) keep a recurrent state that vLLM's hybrid KV manager "
+    "pages with the attention layers' KV cache, which the planner does not model",
 }
 # Linears bitsandbytes 4-bit leaves alone: replace_with_bnb_linear swaps a module only when its type is nn.Linear
 # itself (transformers/integrations/bitsandbytes.py @5.24.0), and Llama4Router subclasses it.
@@ -237,6 +241,14 @@ def _attention(config: Dict[str, Any], model_type: str, path: str, h: int, heads
         ]
         return linears, extra
     q_out, kv_out = heads * head_dim, kv * head_dim
+    if model_type == "qwen3_next":  # q_proj also produces the output gate (Qwen3NextAttention @5.24.0)
+        linears = [
+            ("self_attn.q_proj", h, 2 * q_out, qkv_bias),
+            ("self_attn.k_proj", h, kv_out, qkv_bias),
+            ("self_attn.v_proj", h, kv_out, qkv_bias),
+            ("self_attn.o_proj", q_out, h, o_bias),
+        ]
+        return linears, 2 * head_dim
     if model_type == "phi3":
         linears = [("self_attn.qkv_proj", h, q_out + 2 * kv_out, qkv_bias)]
     else:
@@ -351,7 +363,7 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
             ExpertParam("mlp.experts.down_proj", experts, h, expert_inter, 0),
         ]
         expert_params = 3 * h * expert_inter
-        if model_type == "qwen2_moe":
+        if model_type in ("qwen2_moe", "qwen3_next"):
             width = int(config.get("shared_expert_intermediate_size") or 0)
             if width:
                 shared = _dense_mlp(model_type, "mlp.shared_expert.", h, width, False)
@@ -372,6 +384,39 @@ def _moe_module_sizes(params: List[ExpertParam]) -> List[int]:
         owner = p.path.rsplit(".", 1)[0]
         owners[owner] = owners.get(owner, 0) + p.numel
     return list(owners.values())
+
+
+@dataclass
+class _Hybrid:
+    layers: int  # Gated DeltaNet layers
+    linears: List[_Lin]
+    params: int  # one Gated DeltaNet token mixer, everything in it
+    module_sizes: List[int]
+
+
+def _gated_deltanet(config: Dict[str, Any], path: str, h: int, layers: int) -> _Hybrid:
+    """Qwen3NextGatedDeltaNet (modeling_qwen3_next.py @5.24.0) on the layers layer_types calls linear_attention
+    (default: all but every full_attention_interval-th, 4): in_proj_qkvz, in_proj_ba, a depthwise conv1d without bias,
+    dt_bias and A_log per value head, a gated RMSNorm over the value head dim, out_proj."""
+    types = config.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        n = sum(1 for t in types if t == "linear_attention")
+    else:
+        interval = _cfg_int(config, "full_attention_interval", path, 4) or 4
+        n = sum(1 for i in range(layers) if (i + 1) % interval)
+    nk, nv = _cfg_int(config, "linear_num_key_heads", path, 16), _cfg_int(config, "linear_num_value_heads", path, 32)
+    dk, dv = _cfg_int(config, "linear_key_head_dim", path, 128), _cfg_int(config, "linear_value_head_dim", path, 128)
+    kernel = _cfg_int(config, "linear_conv_kernel_dim", path, 4)
+    key_dim, value_dim = nk * dk, nv * dv
+    linears: List[_Lin] = [
+        ("linear_attn.in_proj_qkvz", h, 2 * key_dim + 2 * value_dim, False),
+        ("linear_attn.in_proj_ba", h, 2 * nv, False),
+        ("linear_attn.out_proj", value_dim, h, False),
+    ]
+    conv = (2 * key_dim + value_dim) * kernel
+    own = 2 * nv  # dt_bias, A_log sit on the module itself
+    params = _linear_params(linears) + conv + own + dv
+    return _Hybrid(n, linears, params, [conv, own, dv] + [_linear_params([lin]) for lin in linears])
 
 
 # ==============================================================================================================
@@ -712,6 +757,24 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
         total_layers = active_layers = layers * dense_layer
         block = dense_layer
         block_q = sum(i * o for _, i, o, _ in attn_linears) + sum(i * o for _, i, o, _ in dense_mlp)
+    if model_type == "qwen3_next":
+        hybrid = _gated_deltanet(config, path, h, layers)
+        attention = sum(i * o for _, i, o, _ in attn_linears)
+        mixer_delta = hybrid.params - attn
+        total_layers += hybrid.layers * mixer_delta
+        active_layers += hybrid.layers * mixer_delta
+        for key, _, _, _ in attn_linears:
+            linears[key].layers -= hybrid.layers
+        add(hybrid.linears, hybrid.layers)
+        linears = {k: v for k, v in linears.items() if v.layers}
+        module_sizes += hybrid.module_sizes
+        if hybrid.layers and mixer_delta > 0:
+            block += mixer_delta
+            block_q += sum(i * o for _, i, o, _ in hybrid.linears) - attention
+        notes.append(
+            f"qwen3_next: {hybrid.layers} of {layers} layers are Gated DeltaNet (linear attention) with a fixed "
+            "recurrent state; the generate() KV figure counts every layer as attention, an upper bound"
+        )
     embedding = vocab * h
     lm_head = 0 if tied else vocab * h + (vocab if model_type == "phi" else 0)
     largest_module = max(*module_sizes, lm_head)
@@ -852,6 +915,7 @@ def parse_param_count(text: str) -> int:
 PEFT_MOE_CONVERSION = {
     "mixtral": "mixtral",
     "qwen3_moe": "qwen2_moe",
+    "qwen3_next": "qwen2_moe",
     "olmoe": "qwen2_moe",
     "glm4_moe": "qwen2_moe",
     "deepseek_v2": "qwen2_moe",
