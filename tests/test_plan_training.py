@@ -731,3 +731,20 @@ def test_feature_floors_only_add_a_json_field(capsys):
     _, data = run_json(capsys, *argv)
     assert set(data["feature_floors"]) == {"trl_version", "goals", "floors", "check_command"}
     assert {"recommendation", "verdict", "commands", "candidates", "lint"} <= set(data)
+
+
+def test_help_lists_every_supported_family_from_the_family_table():
+    """Issue #19: --help named a fixed list that missed olmoe, glm4_moe and granitemoe; it is generated now."""
+    from planner import model as pm
+
+    text = " ".join(pm.wrap_words(pt.build_parser().format_help().split(), 10**6))
+    listed = text.split("model_type is one of:", 1)[1].split(".", 1)[0]
+    assert [name.strip() for name in listed.split(",")] == pm.family_names()
+    for model_type in {*pm.FAMILIES, *pm.MULTIMODAL}:
+        assert f" {model_type}" in listed
+    for model_type in ("olmoe", "glm4_moe", "granitemoe"):
+        assert f"{model_type} (MoE)" in listed
+    assert all(len(line) <= 100 for line in pt.FAMILY_HELP.splitlines())
+    # The fused-MoE families PEFT converts (LoRA trains their experts) come from the same module's table.
+    flat = " ".join(pt.build_parser().format_help().split())
+    assert "On fused-MoE models (" + ", ".join(sorted(pm.PEFT_MOE_CONVERSION)) + ")" in flat

@@ -184,3 +184,24 @@ def test_path_goals_are_empty_when_nothing_fits(capsys):
     data = _plan(capsys, "--params", "400B", "--gpus", "1", "--gpu-memory-gib", "16", "--host-memory-gib", "8")
     assert data["recommendation"] is None and data["alternative_if_method_may_change"] is None
     assert data["feature_floors"]["goals"] == [] and data["feature_floors"]["check_command"] is None
+
+
+def _colocate(config: str, tp: int) -> list:
+    return ["--model-config", config, "--trainer", "grpo", "--vllm-mode", "colocate", "--vllm-tp", str(tp),
+            "--gpus", "8", "--gpu-memory-gib", "80", "--model-dtype", "bfloat16"]  # fmt: skip
+
+
+def test_colocate_tp_checks_every_rule_vllm_checks_not_only_the_attention_heads(capsys, tmp_path):
+    """Issue #19: colocate checked heads % TP only. Phi-3-medium's 40 heads divide by 4, its 10 KV heads neither
+    divide by 4 nor divide 4; a model whose heads and KV heads divide but whose MLP width does not is refused too."""
+    assert pt.main(_colocate(str(MODEL_DIR / "phi-3-medium-4k" / "config.json"), 4)) == 2
+    err = capsys.readouterr().err
+    assert "vLLM cannot load this model" in err and "10 KV heads" in err and "TP sizes" in err
+    assert "1, 2" in err  # the sizes that load and divide the world size 8
+    odd_mlp = {**QWEN3_8B_CONFIG, "intermediate_size": 12290}  # 32 heads and 8 KV heads divide by 4; 12290 does not
+    path = tmp_path / "odd_mlp.json"
+    path.write_text(json.dumps(odd_mlp))
+    assert pt.main(_colocate(str(path), 4)) == 2
+    assert "MLP width 12290 is not divisible by 4" in capsys.readouterr().err
+    data = _plan(capsys, *_colocate(str(path), 2))
+    assert data["vllm"]["tensor_parallel_size"] == 2  # 12290 divides by 2: it plans

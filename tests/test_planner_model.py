@@ -219,21 +219,124 @@ def test_params_says_it_cannot_count_experts():
 def test_a_wrapper_whose_text_model_is_supported_points_to_it_and_one_that_is_not_does_not():
     text = json.loads((MODEL_DIR / "gemma-3-1b" / "config.json").read_text())
     with pytest.raises(pm.PlanInputError, match=r"save its text_config block .*'gemma3_text'"):
+        pm.facts_from_config({"model_type": "paligemma", "text_config": text}, "x/config.json")
+    with pytest.raises(pm.PlanInputError, match=r"needs its vision_config block.*'gemma3_text'"):
         pm.facts_from_config({"model_type": "gemma3", "text_config": text}, "x/config.json")
     # The way out it names works: the text block alone plans.
     assert pm.facts_from_config(text, "text/config.json").total == fixture_facts("gemma-3-1b").total
-    llama4 = {"model_type": "llama4", "text_config": {"model_type": "llama4_text", "num_local_experts": 16}}
+    # llama4 without its vision_config: the language model alone (llama4_text) is the way out, and it plans.
+    maverick = json.loads((MODEL_DIR / "llama-4-maverick-17b-128e-text" / "config.json").read_text())
+    with pytest.raises(pm.PlanInputError, match=r"needs its vision_config block.*'llama4_text'"):
+        pm.facts_from_config({"model_type": "llama4", "text_config": maverick}, "x/config.json")
+    assert pm.facts_from_config(maverick, "text/config.json").total == 400_711_848_960
+    other = {"model_type": "qwen3_vl_moe", "text_config": {"model_type": "qwen3_vl_moe_text", "num_experts": 128}}
     with pytest.raises(pm.PlanInputError, match="not supported either; pass --params") as info:
-        pm.facts_from_config(llama4, "x/config.json")
+        pm.facts_from_config(other, "x/config.json")
     assert "save its text_config" not in str(info.value)
 
 
 def test_an_unknown_moe_is_told_params_cannot_count_its_experts():
     with pytest.raises(pm.PlanInputError, match="cannot count its experts"):
-        pm.facts_from_config({"model_type": "qwen3_next", "num_experts": 512}, "x/config.json")
+        pm.facts_from_config({"model_type": "minimax_m2", "num_local_experts": 256}, "x/config.json")
 
 
 def test_granitemoe_lora_trains_attention_only_and_says_the_experts_stay_frozen():
     result = pm.resolve_lora(fixture_facts("granite-3.0-1b-a400m"), 16, "all-linear")
     assert result.modules == ["k_proj", "o_proj", "q_proj", "v_proj"] and result.parameters == []
     assert any("stay frozen" in note for note in result.notes)
+
+
+def test_family_names_come_from_the_tables_and_mark_moe_and_mla():
+    names = pm.family_names()
+    assert [n.split(" ", 1)[0] for n in names] == sorted({*pm.FAMILIES, *pm.MULTIMODAL})
+    assert "gemma3 (vision + language)" in names and "qwen2_5_vl (vision + language)" in names
+    assert "deepseek_v3 (MLA + MoE)" in names and "mixtral (MoE)" in names and "llama" in names
+
+
+def test_wrap_words_packs_greedily_and_indents_continuations():
+    assert pm.wrap_words(["aaa", "bb", "cc", "d"], 6) == ["aaa bb", "  cc d"]
+    assert pm.wrap_words(["a-very-long-word", "x"], 5) == ["a-very-long-word", "  x"]
+    assert pm.wrap_words([], 10) == []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Vision-language models: the vision tower and projector counted (transformers 5.24.0 meta-device totals)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_vision_language_models_count_their_vision_tower_exactly():
+    gemma3 = fixture_facts("gemma-3-4b-it")  # Gemma3ForConditionalGeneration: SigLIP tower + projector
+    assert gemma3.total == 4_300_079_472 and gemma3.largest_module == 262208 * 2560
+    # The published config names few text fields: Gemma3TextConfig's defaults give 8 heads, 4 KV heads, head_dim 256.
+    assert (gemma3.heads, gemma3.kv_heads, gemma3.head_dim, gemma3.vocab, gemma3.lm_head) == (8, 4, 256, 262208, 0)
+    assert gemma3.layer_windows.count(None) == 34 // 6 and gemma3.layer_windows[0] == 1024
+    qwen = fixture_facts("qwen2.5-vl-7b-instruct")  # flat Qwen2 text fields + a vision_config
+    assert qwen.total == 8_292_166_656 and qwen.lm_head == 152064 * 3584
+    tower = qwen.total - fixture_facts("qwen2.5-7b").total
+    assert tower == 1_505_280 + 630_470_400 + 44_574_464  # patch embedding, 32 blocks, merger
+    assert any("vision tower and projector" in note for note in qwen.notes)
+
+
+def test_llama4_counts_its_vision_tower_adapter_and_projector():
+    scout = fixture_facts("llama-4-scout-17b-16e-instruct")  # Llama4ForConditionalGeneration, meta device
+    assert scout.total == 108_641_793_536 and scout.model_type == "llama4"
+    assert scout.largest_module == 16 * 3 * 5120 * 8192  # one layer's fused experts, above any vision module
+    lora = pm.resolve_lora(scout, 16, "all-linear")
+    assert {"linear", "linear_1", "fc1", "fc2", "router"} <= set(lora.modules) and lora.trainable == 74_034_368
+
+
+def test_lora_all_linear_on_a_vision_language_model_trains_the_towers_linears_as_peft_does():
+    result = pm.resolve_lora(fixture_facts("qwen2.5-vl-7b-instruct"), 16, "all-linear")
+    assert {"qkv", "proj", "0", "2"} <= set(result.modules)  # vision blocks and the merger, as PEFT resolves them
+    assert result.trainable == 51_824_640  # PEFT 0.21.2 on the meta model (tests/fixtures/peft_parity.json)
+    text_only = pm.resolve_lora(fixture_facts("qwen2.5-7b"), 16, "all-linear").trainable
+    assert result.trainable - text_only == 11_454_464  # the tower's share
+    gemma3 = pm.resolve_lora(fixture_facts("gemma-3-4b-it"), 16, "all-linear")
+    assert {"fc1", "fc2", "out_proj"} <= set(gemma3.modules)
+    assert any("vision tower's Linears too" in note for note in fixture_facts("gemma-3-4b-it").notes)
+
+
+def test_a_vision_config_with_siglips_pooling_head_is_refused_with_the_setting_to_use():
+    config = json.loads((MODEL_DIR / "gemma-3-4b-it" / "config.json").read_text())
+    config["vision_config"].pop("vision_use_head")  # SigLIP's default is true; Gemma 3 checkpoints set false
+    with pytest.raises(pm.PlanInputError, match="vision_use_head"):
+        pm.facts_from_config(config, "x/config.json")
+
+
+def test_llama4_text_counts_interleaved_moe_layers_a_linear_router_and_a_shared_expert():
+    """Totals from transformers 5.24.0 on the meta device (Llama4ForCausalLM, recorded at dev time): Scout's text
+    model (16 experts on every layer) and Maverick's (128 experts on every second layer, dense layers of 16384)."""
+    scout = {**json.loads((MODEL_DIR / "llama-4-maverick-17b-128e-text" / "config.json").read_text())}
+    scout.update(num_local_experts=16, interleave_moe_layer_step=1, use_qk_norm=True)
+    facts = pm.facts_from_config(scout, "scout/config.json")
+    assert facts.total == 107_769_861_120 and facts.mlp_width == 0 and facts.expert_width == 8192
+    assert facts.largest_module == 16 * 3 * 5120 * 8192  # the fused experts of one layer
+    assert abs(facts.active - 17e9) < 0.5e9  # "17B active"
+    maverick = fixture_facts("llama-4-maverick-17b-128e-text")
+    assert maverick.total == 400_711_848_960 and maverick.mlp_width == 16384
+    assert maverick.largest_module == 128 * 3 * 5120 * 8192
+    # The router is an nn.Linear subclass: LoRA's all-linear takes it, 4-bit quantization does not.
+    lora = pm.resolve_lora(maverick, 16, "all-linear")
+    assert "router" in lora.modules and lora.parameters == []
+    assert any("stay frozen" in note for note in lora.notes)
+
+
+def test_qwen3_next_counts_its_gated_deltanet_layers_and_refuses_vllm_sizing_with_a_way_out(capsys):
+    """Qwen3-Next-80B-A3B: 36 Gated DeltaNet layers and 12 gated-attention layers, 512 experts; the total equals
+    transformers 5.24.0 on the meta device. vLLM's paging of its recurrent state is not modelled, so a vLLM mode is
+    refused, and the way out it names (--vllm-mode none) plans."""
+    import plan_training as pt
+
+    facts = fixture_facts("qwen3-next-80b-a3b")
+    assert facts.total == 79_674_391_296 and facts.largest_module == 512 * 3 * 2048 * 512
+    by_path = {lin.path: lin for lin in facts.linears}
+    assert by_path["linear_attn.in_proj_qkvz"].layers == 36 and by_path["self_attn.q_proj"].layers == 12
+    assert by_path["self_attn.q_proj"].fan_out == 2 * 16 * 256  # the output gate rides on q_proj
+    config = str(MODEL_DIR / "qwen3-next-80b-a3b" / "config.json")
+    argv = ["--model-config", config, "--method", "qlora", "--trainer", "grpo", "--gpus", "2", "--gpu-memory-gib", "80"]
+    assert pt.main([*argv, "--vllm-mode", "server"]) == 2
+    err = capsys.readouterr().err
+    assert "Gated DeltaNet" in err and "--vllm-mode none" in err
+    assert pt.main([*argv, "--vllm-mode", "none", "--micro-batch", "1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert any("Gated DeltaNet" in note for note in data["notes"])

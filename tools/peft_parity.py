@@ -39,8 +39,11 @@ NO_MATCH = ["not_a_layer"]
 
 def _model(config: Dict[str, Any]):
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
+    # A vision-language model is built whole, as TRL builds it (its config's architectures[0], trl/trainer/utils.py
+    # create_model_from_path @1.16.0): AutoModelForImageTextToText gives that class for gemma3 and qwen2_5_vl.
+    auto = AutoModelForImageTextToText if "vision_config" in config else AutoModelForCausalLM
     cfg = dict(config)
     model_type = cfg.pop("model_type")
     for key in (
@@ -54,7 +57,7 @@ def _model(config: Dict[str, Any]):
         cfg.pop(key, None)
     hf_config = AutoConfig.for_model(model_type, **cfg)
     with torch.device("meta"):
-        return AutoModelForCausalLM.from_config(hf_config)
+        return auto.from_config(hf_config)
 
 
 def _quantize(model) -> int:

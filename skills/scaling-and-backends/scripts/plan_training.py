@@ -25,7 +25,15 @@ from planner.assemble import build_plan, path_goals  # noqa: E402
 from planner.hardware import resolve_hardware  # noqa: E402
 from planner.inputs import TRAINERS, Flags, PlanInputError, PlanRequest, load_request, trl_releases  # noqa: E402
 from planner.memory import DTYPE_BYTES, MEMORY_MODEL  # noqa: E402
-from planner.model import ModelFacts, facts_from_config, facts_from_params, parse_param_count  # noqa: E402
+from planner.model import (  # noqa: E402
+    PEFT_MOE_CONVERSION,
+    ModelFacts,
+    facts_from_config,
+    facts_from_params,
+    family_names,
+    parse_param_count,
+    wrap_words,
+)
 from planner.render import error_dict, fit_plan_text, render_text, result_dict, verdict_block  # noqa: E402
 from planner.rules import lint  # noqa: E402
 from planner.templates import Commands, build_commands  # noqa: E402
@@ -34,17 +42,30 @@ from stack.floors import path_floors  # noqa: E402
 
 TRL_RELEASES = trl_releases()
 
+
+def family_help() -> str:
+    """The --help paragraph on model inputs, its family list generated from planner/model.py's tables."""
+    names = family_names()
+    head = "inputs: the model is --params or --model-config, a local config.json whose model_type is one of:"
+    tail = (
+        "The vision-language ones are counted with their vision tower and projector; other multimodal wrappers are "
+        "refused, with the way out (their text_config as a config.json of its own, or --params). "
+        "With --params alone, activations and the KV cache use the nearest published reference shape (named in the "
+        "output). Hardware is --gpus/--gpu-memory-gib or --hardware-json (the output of check_optional_backends.py "
+        "--json; its visible GPUs); --gpus is per node. Batch, accumulation, sequence, generation and beta come from "
+        "--lint-trl-config when it sets them; a flag overrides the file, and the output says which won."
+    )
+    families = [name + "," for name in names[:-1]] + [names[-1] + "."]  # a name and its mark stay on one line
+    return "\n".join(wrap_words(head.split() + families + tail.split(), 98))
+
+
+FAMILY_HELP = family_help()
+
 EPILOG = (
     MEMORY_MODEL
+    + "\n"
+    + FAMILY_HELP
     + """
-inputs: the model is --params or --model-config (a local config.json of a Llama, Mistral, Mixtral,
-  Qwen2/2.5/3, Qwen2-MoE/Qwen3-MoE, DeepSeek-V2/V3 (MLA + MoE), gpt-oss, Gemma/Gemma2/Gemma3-text or
-  Phi/Phi-3 decoder; multimodal wrappers such as model_type gemma3 are refused: their vision tower
-  is not counted). With --params alone, activations and the KV cache use the nearest published
-  reference shape (named in the output). Hardware is --gpus/--gpu-memory-gib or --hardware-json (the
-  output of check_optional_backends.py --json; its visible GPUs); --gpus is per node. Batch,
-  accumulation, sequence, generation and beta come from --lint-trl-config when it sets them; a flag
-  overrides the file, and the output says which won.
 lint: --lint-accelerate-config and/or --lint-trl-config (TRL CLI YAML, or JSON of config values);
   every finding names the setting to change and its upstream source. Without --params/--model-config
   only the lint runs.
@@ -55,7 +76,8 @@ floors: the feature floors of the recommended path for --trl-version: the ranges
 verdict: one of "fits as asked" (the requested method without CPU offload, and the vLLM side), "fits
   only with a change" (the change named: a smaller micro-batch with more accumulation, bf16 weights,
   LoRA/QLoRA, CPU offload; the templates are for the first one that keeps what is trained, when one
-  fits) or "does not fit".
+  fits) or "does not fit". CPU offload is checked against --host-memory-gib; without it the verdict
+  names the host RAM per node the change needs.
 """
     + EXIT_CODES_HELP
     + """The commands in the output are templates: never run them without the user's approval.
@@ -133,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--lora-targets",
         default="all-linear",
         help="all-linear, or a comma list of Linear names (q_proj,v_proj,...); PEFT ignores names that match nothing. "
-        "On fused-MoE models (mixtral, qwen3_moe, deepseek_v2/v3) PEFT also trains the experts and the router",
+        f"On fused-MoE models ({', '.join(sorted(PEFT_MOE_CONVERSION))}) PEFT also trains the experts and the router",
     )
     method.add_argument(
         "--optimizer",

@@ -20,8 +20,9 @@ if str(_HERE) not in sys.path:
 
 from planner.hardware import GIB, Hardware, cc_value  # noqa: E402
 from planner.inputs import PlanInputError, PlanRequest  # noqa: E402
+from planner.kv_cache import tp_refusal, tp_sizes  # noqa: E402
 from planner.memory import GENERATING, REF_MODEL_DEFAULT, Estimate, Setup, estimate, judge, strategies_for  # noqa: E402
-from planner.model import LoraTargets, ModelFacts, lora_trainable, resolve_lora  # noqa: E402
+from planner.model import NO_VLLM_SIZING, LoraTargets, ModelFacts, lora_trainable, resolve_lora  # noqa: E402
 from planner.split import (  # noqa: E402
     TRL_COLOCATE_UTIL_DEFAULT,
     BatchGeometry,
@@ -293,6 +294,12 @@ def build_plan(request: PlanRequest, facts: ModelFacts, hw: Hardware) -> Plan:
         else 0,
     )
     mode = resolve_vllm_mode(request, hw)
+    if mode != "none" and facts.model_type in NO_VLLM_SIZING:
+        raise PlanInputError(
+            f"--vllm-mode {mode}: the planner cannot size vLLM for {facts.model_type}: "
+            f"{NO_VLLM_SIZING[facts.model_type]}; plan the trainer with --vllm-mode none (generation with "
+            "model.generate(), the same training memory) and size the vLLM server from its own start-up log"
+        )
     gpu_bytes = hw.memory_bytes
     max_model_len = request.max_model_len or request.seq_len
     serve_bytes = served_dtype_bytes(trainer, setup.model_dtype)
@@ -329,8 +336,13 @@ def build_plan(request: PlanRequest, facts: ModelFacts, hw: Hardware) -> Plan:
                 f"--vllm-tp {tp}: in colocate mode the TP size must divide the world size {world} (TRL raises "
                 f"'tensor_parallel_size ({tp}) must divide world size ({world}) evenly.')"
             )
-        if facts.heads % tp:
-            raise PlanInputError(f"--vllm-tp {tp}: vLLM needs the {facts.heads} attention heads divisible by it")
+        why = tp_refusal(facts, tp)  # every divisibility rule vLLM checks, as in server mode
+        if why:
+            loadable = ", ".join(str(t) for t in tp_sizes(facts, world) if world % t == 0) or "none"
+            raise PlanInputError(
+                f"--vllm-tp {tp}: vLLM cannot load this model: {why} (TP sizes that also divide the world size "
+                f"{world}: {loadable})"
+            )
         spg = geometry.steps_per_generation if geometry else request.grad_accum
         max_num_seqs = request.vllm_concurrency or request.micro_batch * tp * spg  # grpo_trainer.py L1124-1126
         if request.vllm_gpu_memory_utilization:

@@ -34,7 +34,7 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
                   mixed precision, utils/fsdp_utils.py); frozen params at load dtype /N; offload moves all of it
                   to host RAM
     LoRA          T as PEFT 0.21.2 counts it: r*(in+out) per targeted Linear (all-linear = every Linear but
-                  lm_head); on mixtral, qwen3_moe and deepseek_v2/v3 (transformers 5.24.0 fused experts) PEFT
+                  lm_head); on the fused-MoE families of --lora-targets (transformers 5.24.0 fused experts) PEFT
                   also turns all-linear, gate_proj/up_proj/down_proj (w1/w3/w2) and gate into target_parameters:
                   r*E*(in+out) per fused expert tensor (gate_up_proj at rank 2r) and r*(E+h) for the router;
                   names that match nothing are ignored, none matching is refused (PEFT's message);
@@ -206,6 +206,7 @@ class Estimate:
     host_basis: str = ""  # what the host RAM figure is made of, and how exact it is
     host_terms: Dict[str, int] = field(default_factory=dict)  # per node, by name
     ds_host_estimate: Optional[int] = None  # DeepSpeed's own estimator, per node, reported as DeepSpeed's
+    host_checked: bool = False  # the host RAM figure was judged against --host-memory-gib
 
     @property
     def host_upper(self) -> Optional[int]:
@@ -641,6 +642,7 @@ def host_model(
 def judge(candidate: Estimate, usable_bytes: int, headroom: float, host_limit: Optional[int]) -> None:
     candidate.usable_bytes = usable_bytes
     candidate.headroom = headroom
+    candidate.host_checked = host_limit is not None and candidate.host_upper is not None
     limit = usable_bytes * (1 - headroom)
     if candidate.verdict_bytes > limit:
         candidate.fits = False
@@ -659,3 +661,18 @@ def judge(candidate: Estimate, usable_bytes: int, headroom: float, host_limit: O
                 f"; tight: the band's upper edge ({candidate.upper_bytes / GIB:.1f} GiB) is above the limit, "
                 "smoke-test a few steps first"
             )
+        if host_unchecked(candidate):
+            candidate.reason += f"; {host_condition(candidate)}"
+
+
+def host_unchecked(candidate: Estimate) -> bool:
+    """A CPU-offload candidate whose host RAM nobody checked: it fits on the GPU only if the node has the RAM."""
+    return "offload" in candidate.strategy and candidate.host_upper is not None and not candidate.host_checked
+
+
+def host_condition(candidate: Estimate) -> str:
+    """The condition an unchecked offload candidate fits under, in one clause."""
+    return (
+        f"only if the node has {(candidate.host_upper or 0) / GIB:,.0f} GiB host RAM (upper edge; not checked: "
+        "pass --host-memory-gib)"
+    )

@@ -119,6 +119,8 @@ FAMILIES = {
     "olmoe": (False, None, None, 2, False, True, False),
     "glm4_moe": (False, None, False, 2, False, True, False),
     "granitemoe": (False, None, None, 2, False, True, False),
+    "llama4_text": (False, None, None, 2, False, True, False),  # its qk_norm is an L2 norm without weights
+    "qwen3_next": (False, None, None, 2, True, True, False),
 }
 MOE_TYPES = {
     "mixtral",
@@ -130,8 +132,42 @@ MOE_TYPES = {
     "olmoe",
     "glm4_moe",
     "granitemoe",
+    "llama4_text",
+    "qwen3_next",
 }
+# Families refused on purpose, with the reason the refusal gives (the way out is --params, which always plans).
+NOT_COUNTED: Dict[str, str] = {}
+# Families whose vLLM memory the planner does not model (the reason; generation without vLLM still plans).
+NO_VLLM_SIZING = {
+    "qwen3_next": "its Gated DeltaNet layers (3 of every 4) keep a recurrent state that vLLM's hybrid KV manager "
+    "pages with the attention layers' KV cache, which the planner does not model",
+}
+# Linears bitsandbytes 4-bit leaves alone: replace_with_bnb_linear swaps a module only when its type is nn.Linear
+# itself (transformers/integrations/bitsandbytes.py @5.24.0), and Llama4Router subclasses it.
+NOT_4BIT = {"feed_forward.router"}
 MLA_TYPES = {"deepseek_v2", "deepseek_v3"}  # multi-head latent attention (transformers 5.24.0 modeling files)
+
+
+def family_names() -> List[str]:
+    """Each supported model_type, marked (MoE), (MLA + MoE) or (vision + language), from the family tables: what
+    --help lists."""
+    marks = {**{t: " (MoE)" for t in MOE_TYPES}, **{t: " (MLA + MoE)" for t in MLA_TYPES}}
+    marks.update({t: " (vision + language)" for t in MULTIMODAL})
+    return [t + marks.get(t, "") for t in sorted({*FAMILIES, *MULTIMODAL})]
+
+
+def wrap_words(words: List[str], width: int, indent: str = "  ") -> List[str]:
+    """Words packed greedily into lines of at most ``width`` columns, each line after the first indented."""
+    lines: List[str] = []
+    line = ""
+    for word in words:
+        candidate = f"{line} {word}" if line else (indent if lines else "") + word
+        if line and len(candidate) > width:
+            lines.append(line)
+            line = indent + word
+        else:
+            line = candidate
+    return lines + ([line] if line else [])
 
 
 # Where a config.json has no layer_types, transformers 5.24.0 fills them in per family: gemma2 and gpt_oss
@@ -205,6 +241,14 @@ def _attention(config: Dict[str, Any], model_type: str, path: str, h: int, heads
         ]
         return linears, extra
     q_out, kv_out = heads * head_dim, kv * head_dim
+    if model_type == "qwen3_next":  # q_proj also produces the output gate (Qwen3NextAttention @5.24.0)
+        linears = [
+            ("self_attn.q_proj", h, 2 * q_out, qkv_bias),
+            ("self_attn.k_proj", h, kv_out, qkv_bias),
+            ("self_attn.v_proj", h, kv_out, qkv_bias),
+            ("self_attn.o_proj", q_out, h, o_bias),
+        ]
+        return linears, 2 * head_dim
     if model_type == "phi3":
         linears = [("self_attn.qkv_proj", h, q_out + 2 * kv_out, qkv_bias)]
     else:
@@ -263,6 +307,12 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
         experts = _cfg_int(config, key, path)
         expert_inter = inter
         moe_ids = set(range(layers))
+    elif model_type == "llama4_text":  # Llama4TextConfig: MoE on every interleave_moe_layer_step-th layer
+        experts = _cfg_int(config, "num_local_experts", path, 16)
+        expert_inter = inter
+        listed = config.get("moe_layers")
+        step = _cfg_int(config, "interleave_moe_layer_step", path, 1) or 1
+        moe_ids = set(listed) if isinstance(listed, list) else set(range(step - 1, layers, step))
     elif model_type in MLA_TYPES or model_type == "glm4_moe":
         experts = _cfg_int(config, "n_routed_experts", path)
         expert_inter = _cfg_int(config, "moe_intermediate_size", path)
@@ -289,6 +339,16 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
             ExpertParam("mlp.experts.down_proj_bias", experts, 1, h, 0, lora=False),
         ]
         expert_params = 3 * h * expert_inter + i2 + h
+    elif model_type == "llama4_text":
+        # Llama4TextMoe: fused experts (gate_up_proj is (E, h, 2I), down_proj (E, I, h)), a router that is an
+        # nn.Linear (Llama4Router), and a shared expert as wide as one routed expert (modeling_llama4.py @5.24.0).
+        params = [
+            ExpertParam("feed_forward.experts.gate_up_proj", experts, h, i2, 0),
+            ExpertParam("feed_forward.experts.down_proj", experts, expert_inter, h, 0),
+        ]
+        expert_params = 3 * h * expert_inter
+        shared = [("feed_forward.router", h, experts, False)]
+        shared += _dense_mlp(model_type, "feed_forward.shared_expert.", h, expert_inter, False)
     elif model_type == "granitemoe":  # the MoE block is block_sparse_moe, its router a bare parameter
         params = [
             ExpertParam("block_sparse_moe.router.weight", 1, experts, h, 0),
@@ -303,7 +363,7 @@ def _moe(config: Dict[str, Any], model_type: str, path: str, h: int, inter: int,
             ExpertParam("mlp.experts.down_proj", experts, h, expert_inter, 0),
         ]
         expert_params = 3 * h * expert_inter
-        if model_type == "qwen2_moe":
+        if model_type in ("qwen2_moe", "qwen3_next"):
             width = int(config.get("shared_expert_intermediate_size") or 0)
             if width:
                 shared = _dense_mlp(model_type, "mlp.shared_expert.", h, width, False)
@@ -326,9 +386,254 @@ def _moe_module_sizes(params: List[ExpertParam]) -> List[int]:
     return list(owners.values())
 
 
+@dataclass
+class _Hybrid:
+    layers: int  # Gated DeltaNet layers
+    linears: List[_Lin]
+    params: int  # one Gated DeltaNet token mixer, everything in it
+    module_sizes: List[int]
+
+
+def _gated_deltanet(config: Dict[str, Any], path: str, h: int, layers: int) -> _Hybrid:
+    """Qwen3NextGatedDeltaNet (modeling_qwen3_next.py @5.24.0) on the layers layer_types calls linear_attention
+    (default: all but every full_attention_interval-th, 4): in_proj_qkvz, in_proj_ba, a depthwise conv1d without bias,
+    dt_bias and A_log per value head, a gated RMSNorm over the value head dim, out_proj."""
+    types = config.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        n = sum(1 for t in types if t == "linear_attention")
+    else:
+        interval = _cfg_int(config, "full_attention_interval", path, 4) or 4
+        n = sum(1 for i in range(layers) if (i + 1) % interval)
+    nk, nv = _cfg_int(config, "linear_num_key_heads", path, 16), _cfg_int(config, "linear_num_value_heads", path, 32)
+    dk, dv = _cfg_int(config, "linear_key_head_dim", path, 128), _cfg_int(config, "linear_value_head_dim", path, 128)
+    kernel = _cfg_int(config, "linear_conv_kernel_dim", path, 4)
+    key_dim, value_dim = nk * dk, nv * dv
+    linears: List[_Lin] = [
+        ("linear_attn.in_proj_qkvz", h, 2 * key_dim + 2 * value_dim, False),
+        ("linear_attn.in_proj_ba", h, 2 * nv, False),
+        ("linear_attn.out_proj", value_dim, h, False),
+    ]
+    conv = (2 * key_dim + value_dim) * kernel
+    own = 2 * nv  # dt_bias, A_log sit on the module itself
+    params = _linear_params(linears) + conv + own + dv
+    return _Hybrid(n, linears, params, [conv, own, dv] + [_linear_params([lin]) for lin in linears])
+
+
+# ==============================================================================================================
+# Vision-language models: the language model (a family above) plus the vision tower and projector
+# ==============================================================================================================
+
+# model_type: (the text family the language model is counted as, where its fields are). transformers 5.24.0:
+# Gemma3ForConditionalGeneration (a SigLIP tower, models/gemma3 and models/siglip) keeps them in text_config;
+# Qwen2_5_VLForConditionalGeneration reads a Hub config's flat fields into text_config (Qwen2_5_VLConfig
+# __post_init__), and its language model is Qwen2's (q/k/v with bias, o_proj without).
+MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2", "llama4": "llama4_text"}
+# Class defaults for the fields a published config.json leaves out (gemma-3-4b-it names only a few).
+TEXT_DEFAULTS = {
+    "gemma3": {  # Gemma3TextConfig @5.24.0; tie_word_embeddings from Gemma3Config
+        "vocab_size": 262208,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "max_position_embeddings": 131072,
+        "sliding_window": 4096,
+        "tie_word_embeddings": True,
+    },
+    "qwen2_5_vl": {"tie_word_embeddings": False},  # Qwen2_5_VLConfig @5.24.0
+    "llama4": {"tie_word_embeddings": False},  # Llama4Config @5.24.0
+}
+VISION_DEFAULTS = {
+    "gemma3": {  # SiglipVisionConfig @5.24.0
+        "hidden_size": 768,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "num_channels": 3,
+        "image_size": 224,
+        "patch_size": 16,
+        "vision_use_head": True,
+    },
+    "qwen2_5_vl": {  # Qwen2_5_VLVisionConfig @5.24.0
+        "depth": 32,
+        "hidden_size": 3584,
+        "intermediate_size": 3420,
+        "in_channels": 3,
+        "patch_size": 14,
+        "spatial_merge_size": 2,
+        "temporal_patch_size": 2,
+        "out_hidden_size": 3584,
+    },
+    "llama4": {  # Llama4VisionConfig @5.24.0
+        "hidden_size": 768,
+        "intermediate_size": 5632,
+        "num_hidden_layers": 34,
+        "num_channels": 3,
+        "image_size": 448,
+        "patch_size": 14,
+        "projector_input_dim": 4096,
+        "projector_output_dim": 4096,
+        "vision_output_dim": 7680,
+    },
+}
+
+
+@dataclass
+class _Tower:
+    """A vision tower and projector: per-layer Linears, parameters outside them, and module sizes."""
+
+    linears: List[_Lin]  # per layer (paths under the tower's prefix)
+    layers: int
+    layer_params: int  # one layer, everything in it
+    singles: List[_Lin]  # Linears that occur once (the projector's)
+    other: int  # parameters outside the Linears: embeddings, norms, a projection weight
+    module_sizes: List[int]
+
+
+def _siglip_tower(v: Dict[str, Any], text_hidden: int, path: str) -> _Tower:
+    """SiglipVisionModel without the pooling head, and Gemma3MultiModalProjector (a bare projection weight and an
+    RMSNorm): modeling_siglip.py and modeling_gemma3.py @5.24.0."""
+    if v.get("vision_use_head"):
+        raise PlanInputError(
+            f"{path}: vision_config.vision_use_head is true (SigLIP's default): Gemma 3 checkpoints set it to false "
+            "and the planner counts that tower; set it as the checkpoint does"
+        )
+    h, i = _cfg_int(v, "hidden_size", path), _cfg_int(v, "intermediate_size", path)
+    layers, channels = _cfg_int(v, "num_hidden_layers", path), _cfg_int(v, "num_channels", path)
+    image, patch = _cfg_int(v, "image_size", path), _cfg_int(v, "patch_size", path)
+    if min(h, i, layers, channels, image, patch) <= 0:
+        raise PlanInputError(f"{path}: vision_config sizes must be positive")
+    prefix = "vision_tower.encoder."
+    linears: List[_Lin] = [
+        (prefix + "self_attn.q_proj", h, h, True),
+        (prefix + "self_attn.k_proj", h, h, True),
+        (prefix + "self_attn.v_proj", h, h, True),
+        (prefix + "self_attn.out_proj", h, h, True),
+        (prefix + "mlp.fc1", h, i, True),
+        (prefix + "mlp.fc2", i, h, True),
+    ]
+    layer = _linear_params(linears) + 2 * 2 * h  # layer_norm1, layer_norm2 (LayerNorm: weight and bias)
+    conv = channels * h * patch * patch + h  # patch_embedding Conv2d with bias
+    positions = (image // patch) ** 2 * h
+    projection = h * text_hidden  # mm_input_projection_weight
+    other = conv + positions + 2 * h + projection + h  # + post_layernorm, the projector's RMSNorm
+    sizes = [conv, positions, 2 * h, projection] + [_linear_params([lin]) for lin in linears]
+    return _Tower(linears, layers, layer, [], other, sizes)
+
+
+def _qwen25_vl_tower(v: Dict[str, Any], path: str) -> _Tower:
+    """Qwen2_5_VisionTransformerPretrainedModel: a Conv3d patch embedding without bias, blocks of RMSNorms, a fused
+    qkv and a gated MLP (all with bias), and the patch merger (modeling_qwen2_5_vl.py @5.24.0)."""
+    h, i, depth = _cfg_int(v, "hidden_size", path), _cfg_int(v, "intermediate_size", path), _cfg_int(v, "depth", path)
+    channels = _cfg_int(v, "in_chans" if "in_chans" in v else "in_channels", path)
+    patch, t = _cfg_int(v, "patch_size", path), _cfg_int(v, "temporal_patch_size", path)
+    merge, out = _cfg_int(v, "spatial_merge_size", path), _cfg_int(v, "out_hidden_size", path)
+    if min(h, i, depth, channels, patch, t, merge, out) <= 0:
+        raise PlanInputError(f"{path}: vision_config sizes must be positive")
+    prefix = "visual.blocks."
+    linears: List[_Lin] = [
+        (prefix + "attn.qkv", h, 3 * h, True),
+        (prefix + "attn.proj", h, h, True),
+        (prefix + "mlp.gate_proj", h, i, True),
+        (prefix + "mlp.up_proj", h, i, True),
+        (prefix + "mlp.down_proj", i, h, True),
+    ]
+    merged = h * merge * merge
+    singles: List[_Lin] = [("visual.merger.mlp.0", merged, merged, True), ("visual.merger.mlp.2", merged, out, True)]
+    layer = _linear_params(linears) + 2 * h  # norm1, norm2 (RMSNorm)
+    conv = channels * t * patch * patch * h
+    other = conv + h  # + the merger's ln_q
+    sizes = [conv, h] + [_linear_params([lin]) for lin in linears + singles]
+    return _Tower(linears, depth, layer, singles, other, sizes)
+
+
+def _llama4_tower(v: Dict[str, Any], text_hidden: int, path: str) -> _Tower:
+    """Llama4VisionModel (an unfolded patch Linear, class and position embeddings, LayerNorm encoder layers with
+    biased q/k/v/o and fc1/fc2, the pixel-shuffle adapter MLP) and Llama4MultiModalProjector, none of the adapter and
+    projector Linears with bias (modeling_llama4.py @5.24.0)."""
+    keys = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_channels", "image_size", "patch_size")
+    h, i, layers, channels, image, patch = (_cfg_int(v, key, path) for key in keys)
+    p_in, p_out = _cfg_int(v, "projector_input_dim", path), _cfg_int(v, "projector_output_dim", path)
+    out = _cfg_int(v, "vision_output_dim", path)
+    if min(h, i, layers, channels, image, patch, p_in, p_out, out) <= 0:
+        raise PlanInputError(f"{path}: vision_config sizes must be positive")
+    prefix = "vision_model.model.layers."
+    linears: List[_Lin] = [
+        (prefix + "self_attn.q_proj", h, h, True),
+        (prefix + "self_attn.k_proj", h, h, True),
+        (prefix + "self_attn.v_proj", h, h, True),
+        (prefix + "self_attn.o_proj", h, h, True),
+        (prefix + "mlp.fc1", h, i, True),
+        (prefix + "mlp.fc2", i, h, True),
+    ]
+    singles: List[_Lin] = [
+        ("vision_model.patch_embedding.linear", channels * patch * patch, h, False),
+        ("vision_model.vision_adapter.mlp.fc1", i, p_in, False),
+        ("vision_model.vision_adapter.mlp.fc2", p_out, p_out, False),
+        ("multi_modal_projector.linear_1", out, text_hidden, False),
+    ]
+    layer = _linear_params(linears) + 2 * 2 * h  # input_layernorm, post_attention_layernorm (LayerNorm)
+    embeddings = h + ((image // patch) ** 2 + 1) * h  # class_embedding, positional_embedding_vlm
+    other = embeddings + 2 * 2 * h  # + layernorm_pre, layernorm_post
+    sizes = [embeddings, 2 * h] + [_linear_params([lin]) for lin in linears + singles]
+    return _Tower(linears, layers, layer, singles, other, sizes)
+
+
+def _multimodal_facts(config: Dict[str, Any], path: str, model_type: str) -> ModelFacts:
+    """A vision-language model: its language model counted as its text family, then the vision tower and projector
+    added to the totals, the Linears (what LoRA and 4-bit see) and the largest module."""
+    nested = config.get("text_config")
+    text = dict(nested) if isinstance(nested, dict) else {k: v for k, v in config.items() if k != "vision_config"}
+    for key, value in TEXT_DEFAULTS[model_type].items():
+        text.setdefault(key, config.get(key, value) if key == "tie_word_embeddings" else value)
+    text["model_type"] = MULTIMODAL[model_type]
+    vision = config.get("vision_config")
+    if not isinstance(vision, dict):
+        raise PlanInputError(
+            f"{path}: model_type {model_type!r} needs its vision_config block (the tower the planner counts); for "
+            "the language model alone save its text fields as a config.json of their own with model_type "
+            f"{MULTIMODAL[model_type]!r}"
+        )
+    vision = {**VISION_DEFAULTS[model_type], **vision}
+    facts = facts_from_config(text, path)
+    if model_type == "gemma3":
+        tower = _siglip_tower(vision, facts.hidden, path)
+    elif model_type == "llama4":
+        tower = _llama4_tower(vision, facts.hidden, path)
+    else:
+        tower = _qwen25_vl_tower(vision, path)
+    tower_params = tower.layers * tower.layer_params + tower.other + _linear_params(tower.singles)
+    facts.total += tower_params
+    facts.active += tower_params
+    for key, fan_in, fan_out, _ in tower.linears:
+        facts.linears.append(Linear(key.rsplit(".", 1)[-1], fan_in, fan_out, tower.layers, key))
+    for key, fan_in, fan_out, _ in tower.singles:
+        facts.linears.append(Linear(key.rsplit(".", 1)[-1], fan_in, fan_out, 1, key))
+    tower_linears = tower.linears + tower.singles
+    weights = sum(i * o for _, i, o, _ in tower.linears) * tower.layers + sum(i * o for _, i, o, _ in tower.singles)
+    facts.quantizable += weights
+    facts.largest_module = max(facts.largest_module, *tower.module_sizes)
+    facts.largest_linear = max(facts.largest_linear, *(i * o for _, i, o, _ in tower_linears))
+    facts.model_type = model_type
+    facts.source = f"config.json ({path}, model_type {model_type})"
+    facts.notes.append(
+        f"vision-language model: the vision tower and projector ({tower_params / 1e6:,.0f}M parameters) are counted "
+        "in the model states; the activations of image tokens are not (the plan sizes text sequences)"
+    )
+    facts.notes.append(
+        f"LoRA on {model_type}: PEFT 0.21.2's all-linear takes every nn.Linear but the output layer, so it trains the "
+        "vision tower's Linears too; a name list matches them wherever the names occur (q_proj, gate_proj, ...)"
+    )
+    return facts
+
+
 def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     """Count parameters of a decoder from its config.json, family by family (transformers 5.24.0 modeling)."""
     model_type = config.get("model_type")
+    if model_type in MULTIMODAL:
+        return _multimodal_facts(config, path, str(model_type))
     if model_type not in FAMILIES:
         text = config.get("text_config")
         if isinstance(text, dict):
@@ -345,7 +650,7 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
                 )
             raise PlanInputError(
                 f"{path}: model_type {model_type!r} is a multimodal wrapper (a vision tower and projector the planner "
-                f"does not count); {way} (supported model_type: {', '.join(sorted(FAMILIES))})"
+                f"does not count); {way} (supported model_type: {', '.join(sorted({*FAMILIES, *MULTIMODAL}))})"
             )
         moe = any(k in config for k in ("num_experts", "num_local_experts", "n_routed_experts"))
         caveat = (
@@ -354,9 +659,11 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
             if moe
             else ""
         )
+        why = f" {NOT_COUNTED[model_type]}" if model_type in NOT_COUNTED else ""
         raise PlanInputError(
             f"{path}: unknown model_type {model_type!r} (architectures {config.get('architectures')}); supported: "
-            f"{', '.join(sorted(FAMILIES))}. Pass --params instead to plan with a reference shape.{caveat}"
+            f"{', '.join(sorted({*FAMILIES, *MULTIMODAL}))}.{why} Pass --params with the model's total parameter "
+            f"count instead (e.g. --params 80B) to plan with a reference shape.{caveat}"
         )
     tied_default, _, _, norms, _, gated, layer_norm = FAMILIES[model_type]
     h = _cfg_int(config, "hidden_size", path)
@@ -391,7 +698,12 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
                 linears[key] = Linear(key.rsplit(".", 1)[-1], fan_in, fan_out, count, key)
 
     add(attn_linears, layers)
-    dense_mlp = _dense_mlp(model_type, "mlp.", h, inter, mlp_bias)
+    dense_width = inter
+    if model_type == "llama4_text":  # its dense layers have their own width; intermediate_size is an expert's
+        dense_width = _cfg_int(config, "intermediate_size_mlp", path, 16384)
+    dense_mlp = _dense_mlp(
+        model_type, "feed_forward." if model_type == "llama4_text" else "mlp.", h, dense_width, mlp_bias
+    )
     dense_layer = attn + layer_norms + _linear_params(dense_mlp)
     # DeepSpeed's largest_layer_params: the most parameters one module holds itself (not counting its children),
     # over every module: embedding, lm_head, each Linear (weight + bias), a fused experts module, norms.
@@ -406,6 +718,11 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
     n_dense_layers, expert_width, top_k = layers, 0, 0
     if model_type in MLA_TYPES:
         mla_kv_dim = _cfg_int(config, "kv_lora_rank", path) + _cfg_int(config, "qk_rope_head_dim", path)
+    if model_type == "llama4_text" and config.get("attention_chunk_size"):
+        notes.append(
+            f"llama4: the RoPE layers attend within chunks of {config['attention_chunk_size']} tokens; the vLLM KV "
+            "figures treat every layer as full attention, so they are an upper bound"
+        )
     if is_moe:
         moe = _moe(config, model_type, path, h, inter, layers)
         n_moe, n_dense = moe.moe_layers, layers - moe.moe_layers
@@ -423,7 +740,7 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
             expert_params.append(ExpertParam(p.path, p.experts, p.dim_a, p.dim_b, n_moe, p.lora))
         block = max(moe_layer if n_moe else 0, dense_layer if n_dense else 0)
         block_q = sum(i * o for _, i, o, _ in attn_linears) + (
-            sum(i * o for _, i, o, _ in moe.shared)
+            sum(i * o for key, i, o, _ in moe.shared if key not in NOT_4BIT)
             if n_moe and block == moe_layer
             else sum(i * o for _, i, o, _ in dense_mlp)
         )
@@ -440,13 +757,31 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
         total_layers = active_layers = layers * dense_layer
         block = dense_layer
         block_q = sum(i * o for _, i, o, _ in attn_linears) + sum(i * o for _, i, o, _ in dense_mlp)
+    if model_type == "qwen3_next":
+        hybrid = _gated_deltanet(config, path, h, layers)
+        attention = sum(i * o for _, i, o, _ in attn_linears)
+        mixer_delta = hybrid.params - attn
+        total_layers += hybrid.layers * mixer_delta
+        active_layers += hybrid.layers * mixer_delta
+        for key, _, _, _ in attn_linears:
+            linears[key].layers -= hybrid.layers
+        add(hybrid.linears, hybrid.layers)
+        linears = {k: v for k, v in linears.items() if v.layers}
+        module_sizes += hybrid.module_sizes
+        if hybrid.layers and mixer_delta > 0:
+            block += mixer_delta
+            block_q += sum(i * o for _, i, o, _ in hybrid.linears) - attention
+        notes.append(
+            f"qwen3_next: {hybrid.layers} of {layers} layers are Gated DeltaNet (linear attention) with a fixed "
+            "recurrent state; the generate() KV figure counts every layer as attention, an upper bound"
+        )
     embedding = vocab * h
     lm_head = 0 if tied else vocab * h + (vocab if model_type == "phi" else 0)
     largest_module = max(*module_sizes, lm_head)
     final_norm = norm_params
     total = embedding + lm_head + final_norm + total_layers
     active = embedding + lm_head + final_norm + active_layers
-    quantizable = sum(lin.fan_in * lin.fan_out * lin.layers for lin in linears.values())
+    quantizable = sum(lin.fan_in * lin.fan_out * lin.layers for lin in linears.values() if lin.path not in NOT_4BIT)
     largest_linear = max(lin.fan_in * lin.fan_out for lin in linears.values())
     name = str(config.get("_name_or_path") or Path(path).parent.name or model_type)
     dtype = config.get("torch_dtype") or config.get("dtype")
@@ -482,7 +817,7 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
         expert_params=expert_params,
         mla_kv_dim=mla_kv_dim,
         layer_windows=_layer_windows(config, str(model_type), layers),
-        mlp_width=inter if (not is_moe or n_dense_layers) else 0,
+        mlp_width=dense_width if (not is_moe or n_dense_layers) else 0,
         expert_width=expert_width,
         experts_per_token=top_k,
         quantization=str(quant_method) if quant_method else None,
@@ -580,6 +915,7 @@ def parse_param_count(text: str) -> int:
 PEFT_MOE_CONVERSION = {
     "mixtral": "mixtral",
     "qwen3_moe": "qwen2_moe",
+    "qwen3_next": "qwen2_moe",
     "olmoe": "qwen2_moe",
     "glm4_moe": "qwen2_moe",
     "deepseek_v2": "qwen2_moe",

@@ -281,7 +281,7 @@ def render_text(
             if tried:
                 out.append(
                     "  also tried (does not fit): "
-                    + "; ".join(f"{change.label} ({change.candidate.verdict_bytes / GIB:.1f} GiB)" for change in tried)
+                    + "; ".join(f"{change.label} ({tried_reason(change.candidate)})" for change in tried)
                 )
             chosen = chosen_change(plan.changes)
             if chosen is not None:
@@ -327,6 +327,13 @@ def render_text(
                 out.append(f"    fix: {finding.fix}")
                 out.append(f"    source: {finding.source}")
     return "\n".join(out)
+
+
+def tried_reason(c: Estimate) -> str:
+    """Why a change that was tried does not fit: its GPU figure, or the host RAM when that is what failed."""
+    if c.verdict_bytes <= c.usable_bytes * (1 - c.headroom) and c.host_checked:
+        return f"{c.verdict_bytes / GIB:.1f} GiB per GPU, but host RAM up to {(c.host_upper or 0) / GIB:,.0f} GiB"
+    return f"{c.verdict_bytes / GIB:.1f} GiB"
 
 
 def _candidate_line(c: Estimate) -> str:

@@ -21,6 +21,7 @@ if str(_HERE) not in sys.path:
 from planner.assemble import Plan, chosen_change  # noqa: E402
 from planner.hardware import GIB  # noqa: E402
 from planner.inputs import PlanRequest  # noqa: E402
+from planner.memory import host_condition, host_unchecked  # noqa: E402
 from planner.rules import Finding  # noqa: E402
 
 FITS = "fits"  # fits as asked: the requested method, without CPU offload, and the vLLM side
@@ -56,6 +57,8 @@ class FitVerdict:
     per_gpu_gib: float = 0.0
     change: str = ""  # the change to make, when the state is FITS_WITH_CHANGE
     changes_what_is_trained: bool = False
+    host_ram_gib: Optional[float] = None  # CPU offload: host RAM per node it needs (upper edge)
+    host_ram_checked: bool = True  # False: nobody gave --host-memory-gib, so the fit holds only if the RAM is there
 
     @property
     def exit_code(self) -> int:
@@ -71,6 +74,8 @@ class FitVerdict:
             out.update(strategy=self.strategy, method=self.method, per_gpu_gib=round(self.per_gpu_gib, 2))
         if self.state == FITS_WITH_CHANGE:
             out.update(change=self.change, changes_what_is_trained=self.changes_what_is_trained)
+        if self.host_ram_gib is not None:
+            out.update(host_ram_per_node_gib=round(self.host_ram_gib, 1), host_ram_checked=self.host_ram_checked)
         return out
 
 
@@ -99,14 +104,18 @@ def judge_fit(plan: Plan) -> FitVerdict:
     c = change.candidate
     what = c.method if c.label in change.label else f"{c.method}, {c.label}"
     trained = "; changes what is trained, ask the user" if change.changes_training else ""
+    host = f", {host_condition(c)}" if host_unchecked(c) else ""
+    offload = "offload" in c.strategy and c.host_upper is not None
     return FitVerdict(
         FITS_WITH_CHANGE,
-        f"fits only with a change: {change.label} ({what}), {c.total_bytes / GIB:.1f} GiB per GPU{trained}",
+        f"fits only with a change: {change.label} ({what}), {c.total_bytes / GIB:.1f} GiB per GPU{host}{trained}",
         c.label,
         c.method,
         c.total_bytes / GIB,
         change.label,
         change.changes_training,
+        (c.host_upper or 0) / GIB if offload else None,
+        c.host_checked,
     )
 
 
