@@ -137,7 +137,7 @@ class KvCapacity:
     def bytes_per_sequence(self) -> int:
         return self.blocks_per_request * self.bytes_per_block
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> Dict[str, float]:
         return {
             "block_size": self.block_size,
             "groups": [
@@ -197,7 +197,12 @@ def kv_capacity(
 
 NON_TORCH_GIB = 0.6  # CUDA context, cuBLAS/NCCL workspaces outside PyTorch's allocator
 NON_TORCH_TP_GIB = 0.4  # extra for NCCL buffers and custom all-reduce when TP > 1
-CUDA_GRAPH_GIB = 0.5  # graph pool; vLLM 0.22-0.31 subtracts its estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)
+CUDA_GRAPH_GIB = 0.5  # graph pool estimate
+# vLLM subtracts its CUDA-graph estimate from the KV budget only when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is
+# on (gpu_worker.determine_available_memory, `cudagraph_memory_estimate_applied`); vllm/envs.py defaults it to "0"
+# in 0.19.0 and to "1" from 0.20.0 (read in the 0.19.0, 0.20.0, 0.21.0 and 0.31.0 wheels). Before 0.20.0 the graphs
+# are captured after the KV cache is sized, so they are not part of the KV budget's overhead.
+CUDA_GRAPHS_IN_KV_BUDGET_FROM = (0, 20, 0)
 OVERHEAD_BAND = (0.75, 1.25)
 
 
@@ -207,10 +212,13 @@ class Overhead:
     activation_peak: int
     sampler_peak: int
     cuda_graphs: int
+    cuda_graphs_in_budget: bool = True  # False before CUDA_GRAPHS_IN_KV_BUDGET_FROM
 
     @property
     def total(self) -> int:
-        return self.non_torch + max(self.activation_peak, self.sampler_peak) + self.cuda_graphs
+        """What vLLM takes from the requested memory before the KV cache (besides weights)."""
+        graphs = self.cuda_graphs if self.cuda_graphs_in_budget else 0
+        return self.non_torch + max(self.activation_peak, self.sampler_peak) + graphs
 
     def as_dict(self) -> Dict[str, float]:
         return {
@@ -222,11 +230,18 @@ class Overhead:
         }
 
 
-def non_kv_overhead(facts: ModelFacts, tp: int, max_num_batched_tokens: int, max_num_seqs: int) -> Overhead:
+def non_kv_overhead(
+    facts: ModelFacts,
+    tp: int,
+    max_num_batched_tokens: int,
+    max_num_seqs: int,
+    release: Tuple[int, ...] = VLLM_RELEASE_DEFAULT,
+) -> Overhead:
     """What vLLM's profile run measures besides weights (gpu_worker.determine_available_memory): the forward
     peak at max_num_batched_tokens (the MLP's gate/up output and activation per rank, hidden states), the dummy
     sampler run over max_num_seqs rows of float32 logits (logits, probabilities, a sorted copy), the CUDA graph
-    pool and memory outside PyTorch. Approximate: the band is OVERHEAD_BAND."""
+    pool (in the KV budget from vLLM 0.20.0) and memory outside PyTorch. Approximate: the band is OVERHEAD_BAND;
+    tests/fixtures/calibration/vllm_startup_logs.json holds the published start-up logs it is checked against."""
     h = facts.hidden
     if facts.is_moe and facts.expert_width:
         # Triton fused-MoE workspaces per token (TritonExperts.workspace_shapes @0.31.0): top_k rows of
@@ -241,7 +256,8 @@ def non_kv_overhead(facts: ModelFacts, tp: int, max_num_batched_tokens: int, max
     activation = max_num_batched_tokens * per_token
     sampler = 3 * max_num_seqs * facts.vocab * 4
     non_torch = int((NON_TORCH_GIB + (NON_TORCH_TP_GIB if tp > 1 else 0.0)) * GIB)
-    return Overhead(non_torch, activation, sampler, int(CUDA_GRAPH_GIB * GIB))
+    in_budget = tuple(release) >= CUDA_GRAPHS_IN_KV_BUDGET_FROM
+    return Overhead(non_torch, activation, sampler, int(CUDA_GRAPH_GIB * GIB), in_budget)
 
 
 # ==============================================================================================================
