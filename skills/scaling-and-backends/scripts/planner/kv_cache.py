@@ -137,7 +137,7 @@ class KvCapacity:
     def bytes_per_sequence(self) -> int:
         return self.blocks_per_request * self.bytes_per_block
 
-    def as_dict(self) -> Dict[str, float]:
+    def as_dict(self) -> Dict[str, Any]:
         return {
             "block_size": self.block_size,
             "groups": [
