@@ -1,7 +1,8 @@
 """The planner's non-KV vLLM overhead (planner/kv_cache.non_kv_overhead) against published vLLM start-up logs
 (tests/fixtures/calibration/vllm_startup_logs.json): per term and in total, how many fall inside OVERHEAD_BAND.
 
-Each log is planned with its own model config, TP size, max_num_batched_tokens, max_num_seqs and vLLM release.
+Each log is planned with its own model config, TP size, max_num_batched_tokens, max_num_seqs, logprobs_mode and vLLM
+release.
 The terms compared, planner against log:
 - non_torch: the non-torch memory term against vLLM's "non-torch forward increase memory";
 - activation_peak: max(forward peak, sampler peak) against "torch peak memory increase";
@@ -47,6 +48,7 @@ def _ratios(log: dict) -> Dict[str, float]:
         log["max_num_batched_tokens"],
         log["max_num_seqs"],
         _release(log["vllm_release"]),
+        log["logprobs_mode"],
     )
     logged = log["logged_gib"]
     planned = {
