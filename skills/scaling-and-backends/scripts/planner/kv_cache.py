@@ -197,8 +197,22 @@ def kv_capacity(
 
 NON_TORCH_GIB = 0.6  # CUDA context, cuBLAS/NCCL workspaces outside PyTorch's allocator
 NON_TORCH_TP_GIB = 0.4  # extra for NCCL buffers and custom all-reduce when TP > 1
-CUDA_GRAPH_GIB = 0.5  # graph pool; vLLM 0.22-0.31 subtracts its estimate (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)
+CUDA_GRAPH_GIB = 0.5  # graph pool estimate
+# vLLM subtracts its CUDA-graph estimate from the KV budget only when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is
+# on (gpu_worker.determine_available_memory, `cudagraph_memory_estimate_applied`); vllm/envs.py defaults it to "0"
+# in 0.19.0 and to "1" from 0.20.0 (read in the 0.19.0, 0.20.0, 0.21.0 and 0.31.0 wheels). Before 0.20.0 the graphs
+# are captured after the KV cache is sized, so they are not part of the KV budget's overhead.
+CUDA_GRAPHS_IN_KV_BUDGET_FROM = (0, 20, 0)
 OVERHEAD_BAND = (0.75, 1.25)
+# The dummy sampler run (GPUModelRunner._dummy_sampler_run) over max_num_seqs rows of the vocabulary holds, at its
+# peak, these [max_num_seqs, vocab] tensors at once (bytes per element): the model-dtype logits the run keeps, their
+# float32 copy (Sampler.forward), the float32 probabilities (TopKTopPSampler.forward_native) and the float32
+# exponential noise (random_sample); top-k/top-p run in place through the Triton kernel (apply_top_k_top_p), and
+# temperature in place. With logprobs_mode "processed_logprobs" forward_native also keeps a float32 log_softmax.
+# Read in the 0.19.0 and 0.31.0 wheels (vllm/v1/sample/sampler.py, ops/topk_topp_sampler.py). Before 0.17.0 top-k/
+# top-p sort the logits in PyTorch (more copies), which this count does not model.
+SAMPLER_FLOAT32_COPIES = 3  # float32 logits, probabilities, exponential noise
+TRL_LOGPROBS_MODE = "processed_logprobs"  # trl/generation/vllm_generation.py and vllm_client.py @1.16.0
 
 
 @dataclass
@@ -207,10 +221,13 @@ class Overhead:
     activation_peak: int
     sampler_peak: int
     cuda_graphs: int
+    cuda_graphs_in_budget: bool = True  # False before CUDA_GRAPHS_IN_KV_BUDGET_FROM
 
     @property
     def total(self) -> int:
-        return self.non_torch + max(self.activation_peak, self.sampler_peak) + self.cuda_graphs
+        """What vLLM takes from the requested memory before the KV cache (besides weights)."""
+        graphs = self.cuda_graphs if self.cuda_graphs_in_budget else 0
+        return self.non_torch + max(self.activation_peak, self.sampler_peak) + graphs
 
     def as_dict(self) -> Dict[str, float]:
         return {
@@ -222,11 +239,20 @@ class Overhead:
         }
 
 
-def non_kv_overhead(facts: ModelFacts, tp: int, max_num_batched_tokens: int, max_num_seqs: int) -> Overhead:
+def non_kv_overhead(
+    facts: ModelFacts,
+    tp: int,
+    max_num_batched_tokens: int,
+    max_num_seqs: int,
+    release: Tuple[int, ...] = VLLM_RELEASE_DEFAULT,
+    logprobs_mode: str = TRL_LOGPROBS_MODE,
+    serve_bytes: int = 2,
+) -> Overhead:
     """What vLLM's profile run measures besides weights (gpu_worker.determine_available_memory): the forward
     peak at max_num_batched_tokens (the MLP's gate/up output and activation per rank, hidden states), the dummy
-    sampler run over max_num_seqs rows of float32 logits (logits, probabilities, a sorted copy), the CUDA graph
-    pool and memory outside PyTorch. Approximate: the band is OVERHEAD_BAND."""
+    sampler run over max_num_seqs rows of the vocabulary (SAMPLER_FLOAT32_COPIES, logprobs_mode), the CUDA graph
+    pool (in the KV budget from vLLM 0.20.0) and memory outside PyTorch. Approximate: the band is OVERHEAD_BAND;
+    tests/fixtures/calibration/vllm_startup_logs.json holds the published start-up logs it is checked against."""
     h = facts.hidden
     if facts.is_moe and facts.expert_width:
         # Triton fused-MoE workspaces per token (TritonExperts.workspace_shapes @0.31.0): top_k rows of
@@ -239,9 +265,11 @@ def non_kv_overhead(facts: ModelFacts, tp: int, max_num_batched_tokens: int, max
         gate = 2 if facts.gated_mlp else 1
         per_token = (gate * width + width + 6 * h) * 2
     activation = max_num_batched_tokens * per_token
-    sampler = 3 * max_num_seqs * facts.vocab * 4
+    copies = SAMPLER_FLOAT32_COPIES + (1 if logprobs_mode == "processed_logprobs" else 0)
+    sampler = max_num_seqs * facts.vocab * (serve_bytes + 4 * copies)
     non_torch = int((NON_TORCH_GIB + (NON_TORCH_TP_GIB if tp > 1 else 0.0)) * GIB)
-    return Overhead(non_torch, activation, sampler, int(CUDA_GRAPH_GIB * GIB))
+    in_budget = tuple(release) >= CUDA_GRAPHS_IN_KV_BUDGET_FROM
+    return Overhead(non_torch, activation, sampler, int(CUDA_GRAPH_GIB * GIB), in_budget)
 
 
 # ==============================================================================================================
