@@ -726,6 +726,16 @@ def test_feature_floors_follow_the_trl_release_given(capsys):
     assert floors["1.16.0"][("extra", "vllm")] == ">=0.22.0,<=0.31.0"
 
 
+def test_the_install_check_command_runs_as_printed_from_any_folder(capsys, tmp_path):
+    import shlex
+    import subprocess
+
+    _, data = run_json(capsys, "--params", "7B", "--method", "qlora", "--gpus", "2", "--gpu-memory-gib", "24")
+    command = data["feature_floors"]["check_command"]
+    done = subprocess.run(shlex.split(command), cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode in (0, 1) and done.stdout.startswith("plan_install:"), done.stderr
+
+
 def test_feature_floors_only_add_a_json_field(capsys):
     argv = ["--params", "7B", "--gpus", "2", "--gpu-memory-gib", "80"]
     _, data = run_json(capsys, *argv)

@@ -11,6 +11,7 @@ sys.dont_write_bytecode = True  # importing the siblings must not leave __pycach
 
 import json  # noqa: E402
 import re  # noqa: E402
+import shlex  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
@@ -167,7 +168,9 @@ def install_check_command(plan: Plan) -> Optional[str]:
     goals = path_goals(plan)
     if not goals:
         return None
-    return f"python3 scripts/plan_install.py --want {','.join(goals)} --keep trl=={plan.trl_version}"
+    # Absolute paths, so the line runs as printed from any folder; the interpreter is the one that ran the planner.
+    script = shlex.quote(str(_HERE / "plan_install.py"))
+    return f"{shlex.quote(sys.executable)} {script} --want {','.join(goals)} --keep trl=={plan.trl_version}"
 
 
 def floors_dict(plan: Plan, floors: List[Dict[str, str]]) -> Dict[str, Any]:
