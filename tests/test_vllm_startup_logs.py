@@ -133,3 +133,12 @@ def test_print_table():
     for log_id, ratios in RATIOS.items():
         cells = [f"{ratios[t]:.2f}{'' if _inside(ratios[t]) else ' out'}" if t in ratios else "-" for t in TERMS]
         print(f"{log_id:28} " + " ".join(f"{c:>20}" for c in cells))
+
+
+def test_the_tp_step_of_the_non_torch_term_matches_the_independent_v0_check():
+    """vllm-project/vllm#10511: a maintainer's V0 start-up logs on H100 grow 1.79 GiB of non-torch memory from TP 1
+    to TP 2; the planner's step (NON_TORCH_TP_GIB, read off the llm-d logs) must lie inside the band of it."""
+    check = DATA["independent_check"]["non_torch_gib"]
+    facts = _facts(LOGS["llama-3.1-8b-tp1"])
+    step = kc.non_kv_overhead(facts, 2, 8192, 256).non_torch - kc.non_kv_overhead(facts, 1, 8192, 256).non_torch
+    assert _inside(step / GIB / (check["tp2"] - check["tp1"]))

@@ -195,9 +195,19 @@ def kv_capacity(
 # Non-KV overhead (approximate)
 # ==============================================================================================================
 
-NON_TORCH_GIB = 0.6  # CUDA context, cuBLAS/NCCL workspaces outside PyTorch's allocator
-NON_TORCH_TP_GIB = 0.4  # extra for NCCL buffers and custom all-reduce when TP > 1
-CUDA_GRAPH_GIB = 0.5  # graph pool estimate
+# Memory outside PyTorch's allocator that vLLM charges to the KV budget: only what grows after the worker's init
+# snapshot, which Worker.init_device takes after the CUDA context exists and the distributed environment is set up
+# (vllm/v1/worker/gpu_worker.py, read in the 0.19.0 and 0.31.0 wheels), so the context itself is not in it. The
+# published start-up logs (tests/fixtures/calibration/vllm_startup_logs.json, H100 SXM) log 0.24-0.27 GiB at TP 1 on
+# 0.18-0.19 (0.13 on 0.15-0.17) and 2.06-2.13 GiB at TP 2 and 4, nearly independent of the model; vLLM's own
+# maintainer check in vllm-project/vllm#10511 (V0 profiler, H100) shows the same step from TP 1 to TP 2 (+1.79 GiB).
+# Read as NCCL memory set up during the profile run's first collectives; the code path was not traced, and GPUs
+# without NVLink may grow less, which makes the figure err on the safe side (a smaller KV budget).
+NON_TORCH_GIB = 0.25
+NON_TORCH_TP_GIB = 1.85  # added when TP > 1 (2.1 GiB in all)
+# The CUDA-graph pool as vLLM's dummy capture estimates it (GPUModelRunner.profile_cudagraph_memory): 0.57-1.69 GiB in
+# the logs above, median 0.84; 1.0 GiB keeps the median inside the band and errs high.
+CUDA_GRAPH_GIB = 1.0
 # vLLM subtracts its CUDA-graph estimate from the KV budget only when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is
 # on (gpu_worker.determine_available_memory, `cudagraph_memory_estimate_applied`); vllm/envs.py defaults it to "0"
 # in 0.19.0 and to "1" from 0.20.0 (read in the 0.19.0, 0.20.0, 0.21.0 and 0.31.0 wheels). Before 0.20.0 the graphs

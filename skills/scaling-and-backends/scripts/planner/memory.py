@@ -52,13 +52,15 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
                   fused (TRL >= 1.15, every trainer) tile min(s,4096)*min(V,32768)*4*2; chunked (SFT
                   chunked_nll 1.7-1.14: min(s,256)*V*8; AsyncGRPO 1.1-1.14: min(s,8192)*V*8); full (the rest,
                   and --full-logits): s*V*14 bytes
-    4-bit dequant QLoRA: one dequantized Linear at 2 bytes (bitsandbytes dequantizes one at a time)
+    dequant       QLoRA: one dequantized Linear at 2 bytes (bitsandbytes dequantizes one at a time)
     allocator     caching-allocator reserve: 25% of the transient terms above (freed blocks stay reserved and
                   show in nvidia-smi and in published figures)
     FSDP2 gather  2 blocks + root (embeddings, lm_head) unsharded at 2 bytes, + their bf16 grads when trained
     autocast      float32 weights under bf16 autocast cache a 2-byte copy of trainable weights (DDP)
     generate()    GRPO/RLOO without vLLM: KV cache for per_device * steps_per_generation sequences of seq_len
-    overhead      2.5 GiB per training process (CUDA context, workspaces, NCCL); 2.0 GiB per vLLM GPU
+    overhead      2.5 GiB per training process (CUDA context, workspaces, NCCL); vLLM: non-torch growth after its
+                  init snapshot 0.25 GiB (+1.85 from TP 2), CUDA graphs 1.0 GiB (from vLLM 0.20), forward and
+                  sampler peaks (planner/kv_cache.py non_kv_overhead)
     sequence      --cp-size k (context parallelism, FSDP2 only) or --sp-size k (Ulysses, DeepSpeed ZeRO only):
                   activations and logits per GPU for seq_len/k tokens; model states still shard over all N
                   GPUs (accelerate folds cp into the FSDP mesh); N must be a multiple of k; SP needs the
