@@ -237,6 +237,41 @@ def test_help_formatter_wraps_prose_at_the_width_and_keeps_examples_whole(monkey
     assert any(line.startswith("word word") for line in lines)
 
 
+def test_help_formatter_reflows_a_table_cell_under_its_text_column(monkeypatch) -> None:
+    """A table row hard-wrapped past WIDTH in the source is reflowed: the label and its gap stay, every continuation
+    starts at the text column, and the next row starts a new cell."""
+    import argparse
+
+    from common.output import WIDTH, HelpFormatter
+
+    monkeypatch.setenv("COLUMNS", "250")
+    row = "    DDP / 1 GPU   " + "weights and grads " * 6 + "(torch DistributedDataParallel buckets)"
+    epilog = "\n".join([row, " " * 18 + "continued after the margin " * 2, "    ZeRO-2        2P + 18P/N"])
+    parser = argparse.ArgumentParser(prog="x.py", epilog=epilog, formatter_class=HelpFormatter)
+    lines = parser.format_help().splitlines()
+    cell = lines[lines.index(next(line for line in lines if line.startswith("    DDP / 1 GPU   weights"))) :]
+    assert all(len(line) <= WIDTH for line in lines)
+    assert all(line.startswith(" " * 18) and line[18] != " " for line in cell[1:-1])
+    assert " ".join(line.strip() for line in cell[:-1]).endswith("the margin continued after the margin")
+    assert cell[-1] == "    ZeRO-2        2P + 18P/N"
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["check_optional_backends", "check_vllm_server", "compare_nodes", "plan_training", "plan_install", "triage_log"],
+)
+def test_every_command_help_fits_the_width_on_a_wide_terminal(script: str) -> None:
+    from common.output import WIDTH
+
+    env = {"COLUMNS": "250", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, str(SCRIPTS_DIR / f"{script}.py"), "--help"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    wide = [line for line in done.stdout.splitlines() if len(line) > WIDTH]
+    assert not wide, wide[:3]
+
+
 # --- issue 21: secrets by value whatever their shape, scrub before wrapping, time linear in the input -------------
 
 

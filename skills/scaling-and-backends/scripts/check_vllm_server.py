@@ -97,11 +97,12 @@ network behaviour:
 
 examples:
   # two AsyncGRPO replicas behind a proxy, LoRA rank 16, prompt + completion up to 4096 tokens
-  python3 scripts/check_vllm_server.py --vllm-url http://replica-a:8000 --vllm-url http://replica-b:8000 \\
-      --trainer async-grpo --lora-rank 16 --max-staleness 4 --max-length 4096
+  python3 scripts/check_vllm_server.py --vllm-url http://replica-a:8000 \\
+      --vllm-url http://replica-b:8000 --trainer async-grpo --lora-rank 16 --max-staleness 4 \\
+      --max-length 4096
   # GRPO server mode, full fine-tuning, as a CI gate with JSON output
-  python3 scripts/check_vllm_server.py --vllm-url http://localhost:8000 --trainer grpo --max-length 2560 \\
-      --json --require
+  python3 scripts/check_vllm_server.py --vllm-url http://localhost:8000 --trainer grpo \\
+      --max-length 2560 --json --require
 """
 
 

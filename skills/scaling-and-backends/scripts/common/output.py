@@ -405,17 +405,78 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, **kwargs)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
-        """Description and epilog keep their line breaks; a prose line wider than ``WIDTH`` wraps. Indented lines
-        (command examples, tables) stay whole so that they still paste."""
-        import textwrap  # only --help pays for it
-
-        lines = []
-        for line in text.splitlines():
-            if len(indent) + len(line) <= WIDTH or line[:1].isspace():
-                lines.append(indent + line)
+        """Description and epilog keep their line breaks, within ``WIDTH`` columns: a hard-wrapped paragraph or table
+        cell (lines that ran to the source's margin, continued at the same text column) is reflowed under its text
+        column. Command lines stay whole so that they still paste."""
+        lines: List[str] = []
+        for head, body, column, source in _help_blocks(text.splitlines()):
+            if len(source) == 1 and (not body or len(indent) + len(source[0]) <= WIDTH):
+                lines.append(indent + source[0])
             else:
-                lines += textwrap.wrap(line, WIDTH, initial_indent=indent, subsequent_indent=indent)
+                lines += _wrap_words(" ".join(body), indent + head, indent + " " * column)
         return "\n".join(lines)
+
+
+# What a help line that must stay whole starts with: a command to paste, or a comment above one.
+_COMMAND_STARTS = ("python3 ", "python ", "accelerate ", "trl ", "vllm ", "torchrun ", "curl ", "pip ", "$ ", "# ")
+# A source line at least this long was wrapped by its author at the margin, so the next line continues it.
+_HARD_WRAPPED = 80
+
+
+def _help_blocks(lines: List[str]) -> List[Tuple[str, List[str], int, List[str]]]:
+    """(first-line prefix, words, text column, source lines) per paragraph or table cell of a help text."""
+    blocks: List[Tuple[str, List[str], int, List[str]]] = []
+    previous = ""
+    for line in lines:
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip(" "))
+        continues = (
+            blocks
+            and stripped
+            and len(previous) >= _HARD_WRAPPED
+            and not _is_command(previous)
+            and not _is_command(line)
+            and indent == blocks[-1][2]
+            and _text_column(line) == indent
+        )
+        if continues:
+            blocks[-1][1].extend(stripped.split())
+            blocks[-1][3].append(line)
+        elif not stripped or _is_command(line):
+            blocks.append((line, [], indent, [line]))
+        else:
+            column = _text_column(line)
+            blocks.append((line[:column], line[column:].split(), column, [line]))
+        previous = line
+    return blocks
+
+
+def _is_command(line: str) -> bool:
+    return line.lstrip().startswith(_COMMAND_STARTS)
+
+
+def _text_column(line: str) -> int:
+    """Where a help line's text starts: after a short label and a gap of two or more spaces (a table row such as
+    ``    overhead      2.5 GiB ...``), else at the line's own indent."""
+    match = re.match(r"( *)(\S+(?: \S+){0,3}) {2,}(?=\S)", line)
+    if match and match.end() <= 30:
+        return match.end()
+    return len(line) - len(line.lstrip(" "))
+
+
+def _wrap_words(text: str, first: str, follow: str) -> List[str]:
+    """``text`` wrapped at spaces within ``WIDTH``: the first line after ``first``, the rest after ``follow``."""
+    out: List[str] = []
+    current = first
+    fresh = True
+    for word in text.split(" "):
+        if not fresh and len(current) + 1 + len(word) > WIDTH:
+            out.append(current)
+            current, fresh = follow, True
+        current += word if fresh else " " + word
+        fresh = False
+    out.append(current)
+    return out
 
 
 def fit_width(text: str, width: int = WIDTH) -> str:
