@@ -4,6 +4,7 @@ the log, standard input, unknown failures, bad input (exit 2, one line, no trace
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -87,8 +88,32 @@ def test_unknown_failure_prints_the_excerpt(tmp_path: Path) -> None:
     run = run_triage([str(log)])
     assert "root failure (unknown" in run.stdout
     assert "excerpt:" in run.stdout and '\n        3    File "a.py", line 1, in f\n' in run.stdout
-    assert '\n    grep -rn -F "division by zero in the reward function" troubleshooting/\n' in run.stdout
+    assert '\n    grep -rn -F "division by zero in the reward function" \\\n' in run.stdout
     assert json.loads(run_triage([str(log), "--json"]).stdout)["verdict"] == "unknown"
+
+
+def test_the_printed_commands_run_as_printed_from_another_folder(tmp_path: Path) -> None:
+    """The next command and the index search name the skill's files by absolute path: run from an empty folder,
+    exactly as printed (continuation lines and all), they work."""
+    log = write(
+        tmp_path / "x.log",
+        "Traceback (most recent call last):\nValueError: generation_batch_size (12) must be divisible by "
+        "num_generations (8).\n",
+    )
+    unknown = write(tmp_path / "y.log", "Traceback (most recent call last):\nKeyError: the widget has no sprocket\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for path, what in ((log, "next"), (unknown, "  (it reads the installed releases), then search the index:")):
+        lines = run_triage([str(path)]).stdout.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith(what)) + 1
+        command = [lines[start]]
+        while command[-1].endswith("\\"):
+            command.append(lines[start + len(command)])
+        script = "\n".join(command).replace("<config.yaml>", str(tmp_path / "missing.yaml"))
+        script = script.replace("<trainer processes>", "2")
+        done = subprocess.run(["bash", "-c", script], cwd=elsewhere, capture_output=True, text=True, timeout=60)
+        assert "No such file or directory" not in done.stderr + done.stdout, script
+        assert "can't open file" not in done.stderr, script
 
 
 def test_a_long_command_is_cut_with_continuations_never_inside_a_word() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from common.read import read_text
@@ -23,6 +24,10 @@ INDEX_LIMIT = 8 * 1024 * 1024
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_]{3,}")
 _MINOR = re.compile(r"^\s*v?(\d+)\.(\d+)")
 RELEASE_HISTORY = "troubleshooting/release-history.md"
+# The skill folder this copy of the script belongs to: the commands the triage prints name its files by absolute path,
+# so they run as printed from any folder.
+SKILL_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_SKILL_SCRIPT = re.compile(r"^python3 scripts/(\S+)")
 LABELS = {"trl": "TRL", "vllm": "vLLM"}
 
 
@@ -315,7 +320,17 @@ def grep_command(text: str) -> str:
     best = max(runs, key=len)
     if len(best) > 48:
         best = best[:48].rsplit(" ", 1)[0]
-    return f'grep -rn -F "{best.strip(" ,.:;")}" troubleshooting/'
+    return f'grep -rn -F "{best.strip(" ,.:;")}" {shlex.quote(os.path.join(SKILL_DIR, "troubleshooting"))}/'
+
+
+def runnable(command: str) -> str:
+    """A skill-relative command (``python3 scripts/x.py ...``, as the skill text writes it) with the script's
+    absolute path, so it runs from any folder; any other command unchanged."""
+    return _SKILL_SCRIPT.sub(lambda m: "python3 " + shlex.quote(_skill_path("scripts", m.group(1))), command)
+
+
+def _skill_path(*parts: str) -> str:
+    return os.path.join(SKILL_DIR, *parts)
 
 
 def next_command(entry: Optional[Dict[str, Any]], root_text: str) -> str:
@@ -323,8 +338,8 @@ def next_command(entry: Optional[Dict[str, Any]], root_text: str) -> str:
     diagnostic (it reads the installed releases, which every answer depends on)."""
     commands = [str(c) for c in (entry or {}).get("commands", [])]
     if not commands:
-        return "python3 scripts/check_optional_backends.py"
-    command = commands[0]
+        return runnable("python3 scripts/check_optional_backends.py")
+    command = runnable(commands[0])
     url = re.search(r"https?://(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9][A-Za-z0-9.\-]*)", root_text)
     if url:
         host = url.group(1).rstrip(".")

@@ -9,7 +9,7 @@ from common.output import WIDTH, clip, fit_width
 
 from triage import patterns
 from triage.find import Choice, Findings, Group
-from triage.match import RELEASE_HISTORY, Index, Match, Verdict, grep_command, next_command, variant_for
+from triage.match import RELEASE_HISTORY, Index, Match, Verdict, grep_command, next_command, runnable, variant_for
 from triage.read import Source, SourceStats
 
 SCHEMA_VERSION = 1
@@ -155,7 +155,7 @@ def build_report(
                 "cause": entry["cause"],
                 "fix": entry["fix"],
                 "verify": entry["verify"],
-                "commands": entry.get("commands", []),
+                "commands": [runnable(str(c)) for c in entry.get("commands", [])],
                 "also": also,
             }
             report["variant"] = {"status": verdict.status, "label": verdict.label, "text": verdict.text}
