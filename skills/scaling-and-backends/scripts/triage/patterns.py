@@ -120,7 +120,9 @@ ECHO_PATTERNS: Tuple[Tuple[str, re.Pattern[str]], ...] = tuple(
         ("broken connection", r"[Bb]roken pipe|Connection reset by peer|Connection closed by peer|EOFError"),
         (
             "broken connection",
-            r"DistNetworkError|DistStoreError.*(?:reset|closed|Broken)|recvValue failed|Socket Timeout",
+            # A store that cannot bind its port (failed to listen, EADDRINUSE) is a root cause, not an echo.
+            r"DistNetworkError(?!.*(?:failed to listen|EADDRINUSE))|DistStoreError.*(?:reset|closed|Broken)|"
+            r"recvValue failed|Socket Timeout",
         ),
         ("keyboard interrupt", r"KeyboardInterrupt"),
     )
