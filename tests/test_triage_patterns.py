@@ -44,6 +44,16 @@ def test_failures_and_echoes() -> None:
     assert patterns.echo_kind("ValueError: x") is None
 
 
+def test_a_store_that_cannot_bind_its_port_is_a_root_cause_and_a_lost_peer_an_echo() -> None:
+    lost = "torch.distributed.DistNetworkError: Connection reset by peer"
+    bind = (
+        "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. "
+        "port: 12345, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use"
+    )
+    assert patterns.echo_kind(lost) == "broken connection"
+    assert patterns.echo_kind(bind) is None and patterns.is_failure(bind)
+
+
 def test_oom_figures_new_and_old_wording() -> None:
     new = patterns.oom_figures(
         "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 5 has a total capacity of 79.15 GiB of which 1.23 GiB "
