@@ -5,7 +5,8 @@ Each log is planned with its own model config, TP size, max_num_batched_tokens, 
 release.
 The terms compared, planner against log:
 - non_torch: the non-torch memory term against vLLM's "non-torch forward increase memory";
-- activation_peak: max(forward peak, sampler peak) against "torch peak memory increase";
+- activation_peak: the profile run's torch peak (the forward, or the sampler on top of the kept fused-MoE workspace)
+  against "torch peak memory increase";
 - cuda_graph_estimate: the CUDA-graph term against "Estimated CUDA graph memory" (logged even when not applied);
 - total: Overhead.total against what vLLM took from the requested memory besides weights
   (requested - weights - available KV cache), so the release rule for CUDA graphs is part of it.
@@ -53,7 +54,7 @@ def _ratios(log: dict) -> Dict[str, float]:
     logged = log["logged_gib"]
     planned = {
         "non_torch": terms.non_torch / GIB,
-        "activation_peak": max(terms.activation_peak, terms.sampler_peak) / GIB,
+        "activation_peak": terms.torch_peak / GIB,
         "cuda_graph_estimate": terms.cuda_graphs / GIB,
         "total": terms.total / GIB,
     }
@@ -142,3 +143,16 @@ def test_the_tp_step_of_the_non_torch_term_matches_the_independent_v0_check():
     facts = _facts(LOGS["llama-3.1-8b-tp1"])
     step = kc.non_kv_overhead(facts, 2, 8192, 256).non_torch - kc.non_kv_overhead(facts, 1, 8192, 256).non_torch
     assert _inside(step / GIB / (check["tp2"] - check["tp1"]))
+
+
+def test_the_sampler_peaks_on_top_of_the_kept_moe_workspace_from_vllm_0_11():
+    """vLLM 0.11+ keeps the fused-MoE workspace allocated after the forward (one buffer shared by the MoE layers), so
+    the sampler run adds to it; 0.10.2 freed it. Dense models keep nothing."""
+    moe = _facts(LOGS["deepseek-v2-lite-tp1"])
+    old = kc.non_kv_overhead(moe, 1, 8192, 1024, (0, 10, 2), "raw_logprobs")
+    new = kc.non_kv_overhead(moe, 1, 8192, 1024, (0, 11, 0), "raw_logprobs")
+    assert old.kept_workspace == 0 < new.kept_workspace < new.activation_peak
+    assert new.torch_peak == new.kept_workspace + new.sampler_peak > old.torch_peak == old.sampler_peak
+    assert new.total - old.total == new.torch_peak - old.torch_peak
+    dense = kc.non_kv_overhead(_facts(LOGS["llama-3.1-8b-tp1"]), 1, 8192, 1024, (0, 31, 0))
+    assert dense.kept_workspace == 0 and dense.torch_peak == max(dense.activation_peak, dense.sampler_peak)

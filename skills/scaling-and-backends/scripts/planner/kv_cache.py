@@ -222,6 +222,11 @@ OVERHEAD_BAND = (0.75, 1.25)
 # Read in the 0.19.0 and 0.31.0 wheels (vllm/v1/sample/sampler.py, ops/topk_topp_sampler.py). Before 0.17.0 top-k/
 # top-p sort the logits in PyTorch (more copies), which this count does not model.
 SAMPLER_FLOAT32_COPIES = 3  # float32 logits, probabilities, exponential noise
+# The fused-MoE workspace outlives the forward pass: one buffer shared by every MoE layer and grown to the largest
+# request (FusedMoEModularKernel.SharedBuffers in 0.11-0.12, the WorkspaceManager of vllm/v1/worker/workspace.py from
+# 0.13; read in the 0.11.0, 0.13.0, 0.15.0, 0.19.0 and 0.31.0 wheels, absent from 0.10.2). So the dummy sampler run,
+# which comes after the forward at max_num_batched_tokens, peaks on top of it.
+MOE_WORKSPACE_PERSISTS_FROM = (0, 11, 0)
 TRL_LOGPROBS_MODE = "processed_logprobs"  # trl/generation/vllm_generation.py and vllm_client.py @1.16.0
 
 
@@ -232,18 +237,25 @@ class Overhead:
     sampler_peak: int
     cuda_graphs: int
     cuda_graphs_in_budget: bool = True  # False before CUDA_GRAPHS_IN_KV_BUDGET_FROM
+    kept_workspace: int = 0  # the fused-MoE workspace still held during the sampler run (MOE_WORKSPACE_PERSISTS_FROM)
+
+    @property
+    def torch_peak(self) -> int:
+        """The profile run's PyTorch peak: the forward pass, or the sampler run on top of what the forward kept."""
+        return max(self.activation_peak, self.kept_workspace + self.sampler_peak)
 
     @property
     def total(self) -> int:
         """What vLLM takes from the requested memory before the KV cache (besides weights)."""
         graphs = self.cuda_graphs if self.cuda_graphs_in_budget else 0
-        return self.non_torch + max(self.activation_peak, self.sampler_peak) + graphs
+        return self.non_torch + self.torch_peak + graphs
 
     def as_dict(self) -> Dict[str, float]:
         return {
             "non_torch_gib": round(self.non_torch / GIB, 2),
             "activation_peak_gib": round(self.activation_peak / GIB, 2),
             "sampler_peak_gib": round(self.sampler_peak / GIB, 2),
+            "kept_moe_workspace_gib": round(self.kept_workspace / GIB, 2),
             "cuda_graphs_gib": round(self.cuda_graphs / GIB, 2),
             "total_gib": round(self.total / GIB, 2),
         }
@@ -260,15 +272,18 @@ def non_kv_overhead(
 ) -> Overhead:
     """What vLLM's profile run measures besides weights (gpu_worker.determine_available_memory): the forward
     peak at max_num_batched_tokens (the MLP's gate/up output and activation per rank, hidden states), the dummy
-    sampler run over max_num_seqs rows of the vocabulary (SAMPLER_FLOAT32_COPIES, logprobs_mode), the CUDA graph
+    sampler run over max_num_seqs rows of the vocabulary (SAMPLER_FLOAT32_COPIES, logprobs_mode) on top of the
+    fused-MoE workspace the forward left allocated (MOE_WORKSPACE_PERSISTS_FROM), the CUDA graph
     pool (in the KV budget from vLLM 0.20.0) and memory outside PyTorch. Approximate: the band is OVERHEAD_BAND;
     tests/fixtures/calibration/vllm_startup_logs.json holds the published start-up logs it is checked against."""
     h = facts.hidden
+    workspace = 0
     if facts.is_moe and facts.expert_width:
         # Triton fused-MoE workspaces per token (TritonExperts.workspace_shapes @0.31.0): top_k rows of
         # max(width, hidden) and of max(2 x width, hidden), 16-bit.
         w = max(1, facts.expert_width // tp)
         top_k = max(1, facts.experts_per_token)
+        workspace = max_num_batched_tokens * top_k * (max(w, h) + max(2 * w, h)) * 2
         per_token = (top_k * (max(w, h) + max(2 * w, h)) + 6 * h) * 2
     else:
         width = max(1, facts.mlp_width // tp)
@@ -279,7 +294,8 @@ def non_kv_overhead(
     sampler = max_num_seqs * facts.vocab * (serve_bytes + 4 * copies)
     non_torch = int((NON_TORCH_GIB + (NON_TORCH_TP_GIB if tp > 1 else 0.0)) * GIB)
     in_budget = tuple(release) >= CUDA_GRAPHS_IN_KV_BUDGET_FROM
-    return Overhead(non_torch, activation, sampler, int(CUDA_GRAPH_GIB * GIB), in_budget)
+    kept = workspace if tuple(release) >= MOE_WORKSPACE_PERSISTS_FROM else 0
+    return Overhead(non_torch, activation, sampler, int(CUDA_GRAPH_GIB * GIB), in_budget, kept)
 
 
 # ==============================================================================================================

@@ -59,8 +59,8 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
     autocast      float32 weights under bf16 autocast cache a 2-byte copy of trainable weights (DDP)
     generate()    GRPO/RLOO without vLLM: KV cache for per_device * steps_per_generation sequences of seq_len
     overhead      2.5 GiB per training process (CUDA context, workspaces, NCCL); vLLM: non-torch growth after its
-                  init snapshot 0.25 GiB (+1.85 from TP 2), CUDA graphs 1.0 GiB (from vLLM 0.20), forward and
-                  sampler peaks (planner/kv_cache.py non_kv_overhead)
+                  init snapshot 0.25 GiB (+1.85 from TP 2), CUDA graphs 1.0 GiB (from vLLM 0.20), the forward peak or
+                  the sampler peak on top of the kept fused-MoE workspace (planner/kv_cache.py non_kv_overhead)
     sequence      --cp-size k (context parallelism, FSDP2 only) or --sp-size k (Ulysses, DeepSpeed ZeRO only):
                   activations and logits per GPU for seq_len/k tokens; model states still shard over all N
                   GPUs (accelerate folds cp into the FSDP mesh); N must be a multiple of k; SP needs the
