@@ -758,3 +758,39 @@ def test_help_lists_every_supported_family_from_the_family_table():
     # The fused-MoE families PEFT converts (LoRA trains their experts) come from the same module's table.
     flat = " ".join(pt.build_parser().format_help().split())
     assert "On fused-MoE models (" + ", ".join(sorted(pm.PEFT_MOE_CONVERSION)) + ")" in flat
+
+
+def _server_vllm(capsys, *extra: str) -> dict:
+    path = MODEL_DIR / "qwen3-30b-a3b" / "config.json"
+    argv = ["--model-config", str(path), "--method", "lora", "--trainer", "grpo", "--gpus", "8"]
+    code, data = run_json(capsys, *argv, "--gpu-memory-gib", "80", "--vllm-mode", "server", *extra)
+    assert code in (0, 3, 4), data
+    return data["vllm"]
+
+
+def test_the_vllm_release_picks_its_overhead_rules(capsys):
+    """--vllm-version reaches the KV budget: CUDA graphs count from 0.20, the kept MoE workspace from 0.11, and the
+    sort-based sampler before 0.17 adds to the sampler term (with a note); the release is printed and in --json."""
+    default = _server_vllm(capsys)
+    assert default["vllm_release"] == "0.31.0"
+    before_graphs = _server_vllm(capsys, "--vllm-version", "0.19.1")
+    after_graphs = _server_vllm(capsys, "--vllm-version", "0.20.0")
+    assert before_graphs["vllm_release"] == "0.19.1"
+    assert before_graphs["kv_budget_gib"] > after_graphs["kv_budget_gib"]
+    assert (
+        after_graphs["overhead_terms_gib"]["cuda_graphs_gib"] == before_graphs["overhead_terms_gib"]["cuda_graphs_gib"]
+    )
+    sorted_sampler = _server_vllm(capsys, "--vllm-version", "0.16.0")
+    assert (
+        sorted_sampler["overhead_terms_gib"]["sampler_peak_gib"]
+        > before_graphs["overhead_terms_gib"]["sampler_peak_gib"]
+    )
+    assert any("sorts the dummy sampler batch" in note for note in sorted_sampler["notes"])
+    no_kept = _server_vllm(capsys, "--vllm-version", "0.10.2")
+    assert (
+        no_kept["overhead_terms_gib"]["kept_moe_workspace_gib"]
+        == 0
+        < before_graphs["overhead_terms_gib"]["kept_moe_workspace_gib"]
+    )
+    assert pt.main(["--params", "7B", "--vllm-version", "0.9", "--gpus", "1", "--gpu-memory-gib", "80"]) == 2
+    assert "older than vLLM 0.10.2" in capsys.readouterr().err

@@ -16,6 +16,7 @@ from planner.inputs import (
     check_trl_config,
     load_request,
     shell_safe,
+    vllm_release_of,
 )
 
 
@@ -161,3 +162,30 @@ def test_trl_defaults_are_used_when_nothing_is_given_and_said() -> None:
     assert said["--max-completion-length"] == "TRL 1.9.2 default (GRPOConfig.max_completion_length)"
     given = load_request(Flags(params="8B", trainer="sft", seq_len=4096))
     assert given.seq_len == 4096 and "--seq-len" not in {item["input"] for item in given.input_sources}
+
+
+@pytest.mark.parametrize(
+    ("text", "release"),
+    [
+        ("0.16.0", (0, 16, 0)),
+        ("v0.19.1", (0, 19, 1)),
+        ("0.20", (0, 20, 0)),
+        ("0.10.2", (0, 10, 2)),
+        ("0.31.0.post1", (0, 31, 0)),
+    ],
+)
+def test_vllm_version_is_read_as_a_release(text: str, release: tuple) -> None:
+    assert vllm_release_of(text) == (release, "--vllm-version")
+
+
+@pytest.mark.parametrize(
+    ("text", "says"), [("0.9", "older than vLLM 0.10.2"), ("latest", "a release such as"), ("", "a release")]
+)
+def test_a_vllm_version_the_planner_cannot_use_is_refused(text: str, says: str) -> None:
+    with pytest.raises(PlanInputError, match=says):
+        vllm_release_of(text)
+
+
+def test_without_vllm_version_the_rules_default_to_the_release_they_were_read_from() -> None:
+    release, source = vllm_release_of(None)
+    assert release == (0, 31, 0) and source.startswith("default")

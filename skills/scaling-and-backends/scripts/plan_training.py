@@ -23,7 +23,15 @@ if str(_HERE) not in sys.path:
 from common.output import HelpFormatter, dumps_strict, emit, escape_controls, one_line  # noqa: E402
 from planner.assemble import build_plan, path_goals  # noqa: E402
 from planner.hardware import resolve_hardware  # noqa: E402
-from planner.inputs import TRAINERS, Flags, PlanInputError, PlanRequest, load_request, trl_releases  # noqa: E402
+from planner.inputs import (  # noqa: E402
+    TRAINERS,
+    VLLM_RELEASE_TEXT,
+    Flags,
+    PlanInputError,
+    PlanRequest,
+    load_request,
+    trl_releases,
+)
 from planner.memory import DTYPE_BYTES, MEMORY_MODEL  # noqa: E402
 from planner.model import (  # noqa: E402
     PEFT_MOE_CONVERSION,
@@ -279,6 +287,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--vllm-concurrency",
         type=_positive_int,
         help="sequences generated at once (default: the generation batch; colocate: max_num_seqs)",
+    )
+    gen.add_argument(
+        "--vllm-version",
+        metavar="VERSION",
+        help=f"the vLLM release that generates (default {VLLM_RELEASE_TEXT}, the release the KV and overhead "
+        "rules were read from); older releases get their own rules: CUDA graphs in the KV budget from 0.20, the "
+        "kept fused-MoE workspace from 0.11, a warning for the sort-based sampler before 0.17",
     )
     lint = parser.add_argument_group("config lint")
     lint.add_argument("--lint-accelerate-config", metavar="PATH", help="an Accelerate config YAML")

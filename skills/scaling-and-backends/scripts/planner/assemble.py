@@ -349,7 +349,15 @@ def build_plan(request: PlanRequest, facts: ModelFacts, hw: Hardware) -> Plan:
             util, util_source = request.vllm_gpu_memory_utilization, "--vllm-gpu-memory-utilization"
         else:
             util = colocate_util_needed(
-                facts, request.method, tp, gpu_bytes, max_model_len, max_num_seqs, request.bnb_double_quant, serve_bytes
+                facts,
+                request.method,
+                tp,
+                gpu_bytes,
+                max_model_len,
+                max_num_seqs,
+                request.bnb_double_quant,
+                serve_bytes,
+                request.vllm_release,
             )
             util_source = (
                 f"smallest that holds weights + {max_num_seqs} sequences + a 0.05 buffer; TRL's default is "
@@ -367,6 +375,7 @@ def build_plan(request: PlanRequest, facts: ModelFacts, hw: Hardware) -> Plan:
             request.bnb_double_quant,
             util_source,
             serve_bytes,
+            request.vllm_release,
         )
         vllm_plan.concurrency_source = (
             "--vllm-concurrency"

@@ -108,6 +108,7 @@ class Flags:
     vllm_server_gpus: Optional[int] = None
     yaml_parser: str = "auto"
     trl_version: str = "1.16.0"
+    vllm_version: Optional[str] = None
     max_completion_length: Optional[int] = None
     cp_size: int = 1
     sp_size: int = 1
@@ -818,6 +819,8 @@ class PlanRequest:
     vllm_tp: Optional[int]
     max_model_len: Optional[int]
     vllm_concurrency: Optional[int]
+    vllm_release: Tuple[int, ...]  # the vLLM release whose KV and overhead rules apply
+    vllm_release_source: str  # "--vllm-version" or the default's reason
     # lint
     trl_config: Optional[Dict[str, Any]]
     trl_label: Optional[str]
@@ -854,6 +857,29 @@ def check_sequence_parallelism(cp: int, sp: int, trainer: str, release: str) -> 
         )
 
 
+# The vLLM release the planner's KV and overhead rules were read from (planner/kv_cache.py, TRL 1.16.0 METADATA
+# vllm>=0.22.0,<=0.31.0), and the oldest one a TRL 1.x extra accepts (vllm>=0.10.2 in TRL 1.0.0's metadata).
+VLLM_RELEASE_DEFAULT = (0, 31, 0)
+VLLM_RELEASE_TEXT = ".".join(str(part) for part in VLLM_RELEASE_DEFAULT)
+VLLM_OLDEST = (0, 10, 2)
+_VLLM_VERSION = re.compile(r"^v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:\.post\d+|rc\d+|\+\S+)?$")
+
+
+def vllm_release_of(text: Optional[str]) -> Tuple[Tuple[int, ...], str]:
+    """``--vllm-version`` as a release tuple and where it came from; the default release when it is not given."""
+    if text is None:
+        return VLLM_RELEASE_DEFAULT, "default (the release the KV and overhead rules were read from)"
+    match = _VLLM_VERSION.match(text.strip())
+    if not match:
+        raise PlanInputError(f"--vllm-version {short(text)}: a release such as 0.19.1")
+    release = tuple(int(part or 0) for part in match.groups())
+    if release < VLLM_OLDEST:
+        raise PlanInputError(
+            f"--vllm-version {short(text)}: older than vLLM 0.10.2, the oldest release a TRL 1.x extra accepts"
+        )
+    return release, "--vllm-version"
+
+
 def load_request(flags: Flags) -> PlanRequest:
     """Validate the flags and load every input file; raises ``PlanInputError`` naming the flag, file or key."""
     check_flags(flags)
@@ -877,6 +903,7 @@ def load_request(flags: Flags) -> PlanRequest:
     lm_head = table["defaults"][flags.trl_version].get(trainer, {}).get("lm_head")
     if lm_head is None:
         raise PlanInputError(f"--trainer {trainer}: TRL {flags.trl_version} has no {_CONFIG_CLASS[trainer]}")
+    vllm_release, vllm_source = vllm_release_of(flags.vllm_version)
     model_config = None
     if flags.model_config:
         model_config, _used = load_config_file(flags.model_config, flags.yaml_parser)
@@ -936,6 +963,8 @@ def load_request(flags: Flags) -> PlanRequest:
         vllm_tp=flags.vllm_tp,
         max_model_len=flags.max_model_len,
         vllm_concurrency=flags.vllm_concurrency,
+        vllm_release=vllm_release,
+        vllm_release_source=vllm_source,
         trl_config=trl_config,
         trl_label=flags.lint_trl_config,
         accelerate=accelerate,

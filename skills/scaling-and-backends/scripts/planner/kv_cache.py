@@ -20,13 +20,13 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 from planner.hardware import GIB  # noqa: E402
+from planner.inputs import VLLM_RELEASE_DEFAULT  # noqa: E402
 from planner.model import ModelFacts  # noqa: E402
 
 # ==============================================================================================================
 # Release facts (vLLM wheels 0.22.0-0.31.0; TRL 1.16.0 METADATA: vllm>=0.22.0,<=0.31.0)
 # ==============================================================================================================
 
-VLLM_RELEASE_DEFAULT = (0, 31, 0)
 DEFAULT_BLOCK_SIZE = 16  # CacheConfig.DEFAULT_BLOCK_SIZE @0.22-0.31
 MLA_BLOCK_SIZE = 64  # FlashMLA's only kernel block size (Hopper); CUTLASS MLA on Blackwell takes 128 @0.31.0
 # Sliding-window layers hold the window plus the tokens in flight: max_num_batched_tokens in 0.22.0-0.25.1; from
@@ -222,6 +222,13 @@ OVERHEAD_BAND = (0.75, 1.25)
 # Read in the 0.19.0 and 0.31.0 wheels (vllm/v1/sample/sampler.py, ops/topk_topp_sampler.py). Before 0.17.0 top-k/
 # top-p sort the logits in PyTorch (more copies), which this count does not model.
 SAMPLER_FLOAT32_COPIES = 3  # float32 logits, probabilities, exponential noise
+# Before 0.17.0 the dummy run's top-k/top-p sort the whole [max_num_seqs, vocab] float32 batch in PyTorch (values and
+# int64 indices, then softmax, cumsum and a scatter back; apply_top_k_top_p in vllm/v1/sample/ops/topk_topp_sampler.py,
+# 0.15.0 and 0.16.0 wheels). What that adds per element is read off the published logs of one Qwen3-14B run on
+# 0.15/0.16 and 0.17 (5.64 - 2.23 GiB over 1024 x 151936 elements, tests/fixtures/calibration/vllm_startup_logs.json):
+# the planner warns that the figure rests on one model.
+SORTED_SAMPLER_BEFORE = (0, 17, 0)
+SORTED_SAMPLER_EXTRA_BYTES = 23.5
 # The fused-MoE workspace outlives the forward pass: one buffer shared by every MoE layer and grown to the largest
 # request (FusedMoEModularKernel.SharedBuffers in 0.11-0.12, the WorkspaceManager of vllm/v1/worker/workspace.py from
 # 0.13; read in the 0.11.0, 0.13.0, 0.15.0, 0.19.0 and 0.31.0 wheels, absent from 0.10.2). So the dummy sampler run,
@@ -292,6 +299,8 @@ def non_kv_overhead(
     activation = max_num_batched_tokens * per_token
     copies = SAMPLER_FLOAT32_COPIES + (1 if logprobs_mode == "processed_logprobs" else 0)
     sampler = max_num_seqs * facts.vocab * (serve_bytes + 4 * copies)
+    if tuple(release) < SORTED_SAMPLER_BEFORE:
+        sampler += int(max_num_seqs * facts.vocab * SORTED_SAMPLER_EXTRA_BYTES)
     non_torch = int((NON_TORCH_GIB + (NON_TORCH_TP_GIB if tp > 1 else 0.0)) * GIB)
     in_budget = tuple(release) >= CUDA_GRAPHS_IN_KV_BUDGET_FROM
     kept = workspace if tuple(release) >= MOE_WORKSPACE_PERSISTS_FROM else 0

@@ -250,10 +250,11 @@ def render_text(
                     f"split: colocate, vLLM TP {v.tp} inside each of the {plan.split.trainer_world} training processes"
                 )
             out.append(
-                f"vLLM per GPU: weights {_gib(v.weights_per_gpu)} + overhead {_gib(v.overhead)} (approx) of "
-                f"{v.util:g} x {hw.memory_gib:.0f} GiB [{v.util_source}] -> KV budget {_gib(v.kv_budget)} GiB = "
-                f"{v.capacity} sequences of {v.max_model_len} tokens ({v.kv_per_seq / 2**20:.0f} MiB each); needs "
-                f"{v.concurrency} ({v.concurrency_source}): {'fits' if v.fits else 'DOES NOT FIT'}"
+                f"vLLM {v.release_text} per GPU: weights {_gib(v.weights_per_gpu)} + overhead {_gib(v.overhead)} "
+                f"(approx) of {v.util:g} x {hw.memory_gib:.0f} GiB [{v.util_source}] -> KV budget "
+                f"{_gib(v.kv_budget)} GiB = {v.capacity} sequences of {v.max_model_len} tokens "
+                f"({v.kv_per_seq / 2**20:.0f} MiB each); needs {v.concurrency} ({v.concurrency_source}): "
+                f"{'fits' if v.fits else 'DOES NOT FIT'}"
             )
             out.extend(f"  ! {note}" for note in v.notes)
         out.append(

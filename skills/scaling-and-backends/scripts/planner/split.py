@@ -19,9 +19,11 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 from planner.hardware import GIB, Hardware  # noqa: E402
-from planner.inputs import PlanInputError, PlanRequest  # noqa: E402
+from planner.inputs import VLLM_RELEASE_DEFAULT, PlanInputError, PlanRequest  # noqa: E402
 from planner.kv_cache import (  # noqa: E402
     OVERHEAD_BAND,
+    SORTED_SAMPLER_BEFORE,
+    SORTED_SAMPLER_EXTRA_BYTES,
     KvCapacity,
     kv_capacity,
     non_kv_overhead,
@@ -71,12 +73,18 @@ class VllmPlan:
     concurrency_source: str = ""
     kv: Optional[KvCapacity] = None
     overhead_terms: Dict[str, float] = field(default_factory=dict)
+    release: Tuple[int, ...] = VLLM_RELEASE_DEFAULT
+
+    @property
+    def release_text(self) -> str:
+        return ".".join(str(part) for part in self.release)
 
     def as_dict(self) -> Dict[str, Any]:
         return {
             "kv_cache": self.kv.as_dict() if self.kv else None,
             "overhead_terms_gib": self.overhead_terms,
             "mode": self.mode,
+            "vllm_release": self.release_text,
             "tensor_parallel_size": self.tp,
             "gpu_memory_utilization": self.util,
             "utilization_source": self.util_source,
@@ -105,14 +113,15 @@ def size_vllm(
     double_quant: bool,
     util_source: str,
     serve_bytes: int = 2,
+    release: Tuple[int, ...] = VLLM_RELEASE_DEFAULT,
 ) -> VllmPlan:
     weights = vllm_weight_bytes(facts, method, mode, double_quant, serve_bytes) // tp
     batched, max_seqs = served_defaults(mode, gpu_bytes)
-    terms = non_kv_overhead(facts, tp, batched, max_seqs)
+    terms = non_kv_overhead(facts, tp, batched, max_seqs, release)
     # The fit is judged at the overhead band's upper edge: a wrong "fits" costs more than a queued sequence.
     overhead = int(terms.total * OVERHEAD_BAND[1])
     budget = int(gpu_bytes * util) - weights - overhead
-    kv = kv_capacity(facts, tp, max_model_len, budget, batched)
+    kv = kv_capacity(facts, tp, max_model_len, budget, batched, release)
     per_seq = kv.bytes_per_sequence
     capacity = kv.sequences
     plan = VllmPlan(
@@ -130,12 +139,19 @@ def size_vllm(
         util_source,
         kv=kv,
         overhead_terms=terms.as_dict(),
+        release=tuple(release),
     )
     plan.notes.extend(kv.notes)
     plan.notes.append(
         f"non-KV overhead ~{terms.total / GIB:.1f} GiB (activations at max_num_batched_tokens {batched}, sampler "
         f"over {max_seqs} sequences, CUDA graphs, non-torch), judged at {overhead / GIB:.1f} GiB (+25%)"
     )
+    if tuple(release) < SORTED_SAMPLER_BEFORE:
+        plan.notes.append(
+            f"vLLM {plan.release_text} sorts the dummy sampler batch in PyTorch (top-k/top-p before 0.17): its "
+            f"sampler term counts {SORTED_SAMPLER_EXTRA_BYTES:g} more bytes per logit, read off published 0.15/0.16 "
+            "start-up logs (one model), so that term is less certain than the band says"
+        )
     if capacity < 1:
         plan.notes.append(
             f"vLLM cannot hold one {max_model_len}-token sequence: KV budget {budget / GIB:.1f} GiB < "
@@ -214,6 +230,7 @@ def plan_server(
             request.bnb_double_quant,
             util_source,
             serve_bytes,
+            request.vllm_release,
         )
 
     tp = next((t for t in choices if sized(t, 1).fits), choices[-1])
@@ -251,10 +268,11 @@ def colocate_util_needed(
     max_num_seqs: int,
     double_quant: bool,
     serve_bytes: int = 2,
+    release: Tuple[int, ...] = VLLM_RELEASE_DEFAULT,
 ) -> float:
     batched, max_seqs = served_defaults("colocate", gpu_bytes)
-    overhead = non_kv_overhead(facts, tp, batched, max_seqs).total * OVERHEAD_BAND[1]
-    per_seq = kv_capacity(facts, tp, max_model_len, 0, batched).bytes_per_sequence
+    overhead = non_kv_overhead(facts, tp, batched, max_seqs, release).total * OVERHEAD_BAND[1]
+    per_seq = kv_capacity(facts, tp, max_model_len, 0, batched, release).bytes_per_sequence
     need = vllm_weight_bytes(facts, method, "colocate", double_quant, serve_bytes) // tp + overhead
     need += per_seq * max_num_seqs
     # TRL's docs advise a small buffer on top (+0.05); round up to 0.05 steps.
