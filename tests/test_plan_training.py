@@ -794,3 +794,17 @@ def test_the_vllm_release_picks_its_overhead_rules(capsys):
     )
     assert pt.main(["--params", "7B", "--vllm-version", "0.9", "--gpus", "1", "--gpu-memory-gib", "80"]) == 2
     assert "older than vLLM 0.10.2" in capsys.readouterr().err
+
+
+def test_a_vllm_release_outside_the_trl_extra_is_named(capsys):
+    path = MODEL_DIR / "qwen2.5-7b" / "config.json"
+    argv = ["--model-config", str(path), "--method", "lora", "--trainer", "grpo", "--gpus", "4"]
+    argv += ["--gpu-memory-gib", "80", "--vllm-mode", "server", "--trl-version", "1.5.1"]
+    _, default = run_json(capsys, *argv)
+    assert any(
+        "vLLM 0.31.0 (the planner's default) is outside" in n and "vllm>=0.12.0,<=0.18.0" in n for n in default["notes"]
+    )
+    _, inside = run_json(capsys, *argv, "--vllm-version", "0.18.0")
+    assert not any("is outside what TRL" in n for n in inside["notes"])
+    _, current = run_json(capsys, *argv[:-2])  # TRL 1.16.0 accepts the default 0.31.0
+    assert not any("is outside what TRL" in n for n in current["notes"])

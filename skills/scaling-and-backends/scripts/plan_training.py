@@ -21,6 +21,7 @@ if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
 from common.output import HelpFormatter, dumps_strict, emit, escape_controls, one_line  # noqa: E402
+from common.versions import specifier_contains  # noqa: E402
 from planner.assemble import build_plan, path_goals  # noqa: E402
 from planner.hardware import resolve_hardware  # noqa: E402
 from planner.inputs import (  # noqa: E402
@@ -345,6 +346,19 @@ def feature_floors(goals: List[str], trl_version: str) -> List[Dict[str, str]]:
     return [floor._asdict() for floor in path_floors(goals, trl_version, with_extras=True)]
 
 
+def vllm_outside_trl_extra(release: str, request: PlanRequest, floors: List[Dict[str, str]]) -> Optional[str]:
+    """A note when the vLLM release the plan is sized for is outside the range the TRL release's vllm extra
+    declares (the user's TRL would refuse or warn about it, and the plan's vLLM rules are for another release)."""
+    spec = next((f["spec"] for f in floors if f.get("subject") == "vllm" and f.get("kind") == "extra"), None)
+    if not spec or specifier_contains(spec, release) is not False:
+        return None
+    given = "--vllm-version" if request.vllm_release_source == "--vllm-version" else "the planner's default"
+    return (
+        f"vLLM {release} ({given}) is outside what TRL {request.trl_version}'s vllm extra declares (vllm{spec}); "
+        "pass --vllm-version with the vLLM your image holds"
+    )
+
+
 class Report(NamedTuple):
     result: Dict[str, Any]  # the --json document
     text: str  # the plan and the lint, before wrapping
@@ -365,6 +379,10 @@ def run(request: PlanRequest) -> Report:
     findings = lint(request, plan, hardware) if request.linting else []
     commands = build_commands(request, plan) if plan is not None else Commands([], {})
     floors = feature_floors(path_goals(plan), request.trl_version) if plan is not None else []
+    if plan is not None and plan.vllm is not None:
+        note = vllm_outside_trl_extra(plan.vllm.release_text, request, floors)
+        if note:
+            plan.notes.append(note)
     verdict = judge(request, plan, findings)
     result = result_dict(request, plan, commands, findings, verdict, floors)
     result["exit_code"] = verdict.exit_code
