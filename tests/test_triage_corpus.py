@@ -16,10 +16,7 @@ from triage_helpers import interleave, watchdog
 
 CORPUS = Path(__file__).parent / "fixtures" / "failure_reports"
 # Cases whose posted error text the triage does not recognise yet (strict, so a fix shows up as an unexpected pass).
-NOT_YET: Dict[str, str] = {
-    # A silent failure: the thread posts no log line, only its symptom (an empty adapter file), which no log shows.
-    "huggingface__trl__4416": "the posted text is a symptom, not a failure line of a log",
-}
+NOT_YET: Dict[str, str] = {}
 
 
 def _cases() -> List[Any]:
