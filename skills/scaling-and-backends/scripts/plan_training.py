@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="VERSION",
         help=f"the vLLM release that generates (default {VLLM_RELEASE_TEXT}, the release the KV and overhead "
         "rules were read from); older releases get their own rules: CUDA graphs in the KV budget from 0.20, the "
-        "kept fused-MoE workspace from 0.11, a warning for the sort-based sampler before 0.17",
+        "kept fused-MoE workspace from 0.11, the sort-based dummy sampler before 0.17 (read off one model's logs)",
     )
     lint = parser.add_argument_group("config lint")
     lint.add_argument("--lint-accelerate-config", metavar="PATH", help="an Accelerate config YAML")

@@ -219,14 +219,14 @@ OVERHEAD_BAND = (0.75, 1.25)
 # float32 copy (Sampler.forward), the float32 probabilities (TopKTopPSampler.forward_native) and the float32
 # exponential noise (random_sample); top-k/top-p run in place through the Triton kernel (apply_top_k_top_p), and
 # temperature in place. With logprobs_mode "processed_logprobs" forward_native also keeps a float32 log_softmax.
-# Read in the 0.19.0 and 0.31.0 wheels (vllm/v1/sample/sampler.py, ops/topk_topp_sampler.py). Before 0.17.0 top-k/
-# top-p sort the logits in PyTorch (more copies), which this count does not model.
+# Read in the 0.19.0 and 0.31.0 wheels (vllm/v1/sample/sampler.py, ops/topk_topp_sampler.py); the sort-based path of
+# older releases is SORTED_SAMPLER_EXTRA_BYTES below.
 SAMPLER_FLOAT32_COPIES = 3  # float32 logits, probabilities, exponential noise
 # Before 0.17.0 the dummy run's top-k/top-p sort the whole [max_num_seqs, vocab] float32 batch in PyTorch (values and
 # int64 indices, then softmax, cumsum and a scatter back; apply_top_k_top_p in vllm/v1/sample/ops/topk_topp_sampler.py,
 # 0.15.0 and 0.16.0 wheels). What that adds per element is read off the published logs of one Qwen3-14B run on
-# 0.15/0.16 and 0.17 (5.64 - 2.23 GiB over 1024 x 151936 elements, tests/fixtures/calibration/vllm_startup_logs.json):
-# the planner warns that the figure rests on one model.
+# 0.15/0.16 and 0.17 (5.64 - 2.23 GiB over 1024 x 151936 elements, tests/fixtures/calibration/vllm_startup_logs.json);
+# the plan's notes say the figure rests on one model.
 SORTED_SAMPLER_BEFORE = (0, 17, 0)
 SORTED_SAMPLER_EXTRA_BYTES = 23.5
 # The fused-MoE workspace outlives the forward pass: one buffer shared by every MoE layer and grown to the largest
@@ -290,8 +290,9 @@ def non_kv_overhead(
         # max(width, hidden) and of max(2 x width, hidden), 16-bit.
         w = max(1, facts.expert_width // tp)
         top_k = max(1, facts.experts_per_token)
-        workspace = max_num_batched_tokens * top_k * (max(w, h) + max(2 * w, h)) * 2
-        per_token = (top_k * (max(w, h) + max(2 * w, h)) + 6 * h) * 2
+        workspace_per_token = top_k * (max(w, h) + max(2 * w, h)) * 2
+        workspace = max_num_batched_tokens * workspace_per_token
+        per_token = workspace_per_token + 6 * h * 2
     else:
         width = max(1, facts.mlp_width // tp)
         gate = 2 if facts.gated_mlp else 1
