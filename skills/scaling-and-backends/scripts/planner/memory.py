@@ -72,7 +72,7 @@ memory model (per GPU; P = parameters, T = trainable, N = training GPUs, n = GPU
                   GPU size, 3 are called fitting (the upper edge called 1); the 2 missed ran at 90-98% of the GPU.
                   Held-apart published cases (held_apart_runs.json there): 8 of 15 runs that trained called
                   fitting, 7 of 7 OOMs not; missed: a run at 95% of its GPU (headroom), 3 GRPO runs without
-                  vLLM planned at 1.7x (prompt and completion sized above what the data held), 2 SFT runs
+                  vLLM planned at 1.5x (prompt and completion sized above what the data held), 2 SFT runs
                   with full logits planned at 1.6-1.8x (batches padded below the length cap) and a 32B SFT at
                   22528 tokens planned at 1.31x the GPU (logits, recomputed layer and reserve summed)
     host RAM      per node, approximate (+-25%, the verdict uses the upper edge, checked for every candidate
