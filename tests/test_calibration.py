@@ -174,4 +174,4 @@ def test_the_exact_qlora_terms_against_a_published_init_peak(capsys):
     init_peak = exact["4-bit base + quant state"] + 2 * exact["non-quantized params"]
     assert abs(init_peak / before["per_gpu"] - 1) < 0.03, (init_peak, before["per_gpu"])
     with capsys.disabled():
-        print(f"\nqwen3-14b QLoRA init peak: planned {init_peak:.2f} GiB from exact terms, published {before['per_gpu']}")
+        print(f"\nqwen3-14b QLoRA init peak: planned {init_peak:.2f} GiB (exact terms), published {before['per_gpu']}")
