@@ -9,6 +9,7 @@ import copy
 import importlib.util
 import io
 import json
+import os
 import subprocess
 import sys
 from contextlib import redirect_stdout
@@ -191,3 +192,13 @@ def test_the_qlora_stand_in_is_bitsandbytes_nf4_with_double_quantization():
     state = quantized[0].weight.quant_state
     assert state.quant_type == "nf4" and state.nested  # double quantization: the absmax quantized too
     assert not isinstance(model.lm_head, bnb.nn.Linear4bit)
+
+
+def test_the_device_command_parses_pins_its_wheels_and_refuses_to_run_off_the_device():
+    script = REPO_ROOT / "tools" / "device_measure.sh"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    wheels = next(line for line in script.read_text().splitlines() if line.startswith("WHEELS="))
+    assert all("==" in name for name in wheels.split("=", 1)[1].strip('"').split())
+    env = {k: v for k, v in os.environ.items() if k != "OUT"}
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, timeout=30)
+    assert done.returncode != 0 and "run this on the device machine" in done.stderr
