@@ -48,10 +48,10 @@ from diagnostic.base import (  # noqa: E402
     DEFAULT_PROBE_TIMEOUT,
     PROBE_WORKERS,
     STACK_IDS,
+    sanitize,
 )
 from diagnostic.gpus import DEFAULT_SMI_TIMEOUT  # noqa: E402
 from diagnostic.inputs import Request, UsageError, load_request  # noqa: E402
-from diagnostic.render import render_text, sanitize  # noqa: E402
 from diagnostic.report import collect  # noqa: E402
 
 _PACKAGE_LINES = "\n".join(["  " + ", ".join(STACK_IDS[:10]) + ",", "  " + ", ".join(STACK_IDS[10:])])
@@ -191,8 +191,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         home = None
     report = sanitize(report, home, secrets)
     required = request.required_ids
-    text = fit_width(render_text(clean_tree(report), request.verbose, required)) if not request.json else ""
-    output = dumps_strict(report) if request.json else text
+    if request.json:
+        output = dumps_strict(report)
+    else:
+        from diagnostic.render import render_text  # the text report only: --json never compiles it
+
+        output = fit_width(render_text(clean_tree(report), request.verbose, required))
     emit(output)
     failing = [b for b in report["backends"] if b["id"] in required and b["status"] != "ready"]
     return 1 if failing else 0

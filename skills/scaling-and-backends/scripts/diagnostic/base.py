@@ -159,3 +159,19 @@ def fmt_mib(mib: Optional[int]) -> str:
     if mib is None:
         return "?"
     return f"{mib / 1024:.0f} GiB" if mib >= 10240 else f"{mib} MiB"
+
+
+def sanitize(value: Any, home: Optional[str], secrets: Sequence[str]) -> Any:
+    """Mask the home directory as ``~`` and scrub secret values from every string of the report."""
+    if isinstance(value, dict):
+        return {k: sanitize(v, home, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [sanitize(v, home, secrets) for v in value]
+    if isinstance(value, str):  # token shapes are scrubbed once, from the whole output, when it is written
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        if home and home in value:
+            value = re.sub(re.escape(home) + r"(?=/|$)", "~", value)
+        return value
+    return value

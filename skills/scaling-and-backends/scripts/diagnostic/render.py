@@ -1,30 +1,13 @@
-"""Rendering: secret and home-path scrubbing, the compact text report and the one-line verdict."""
+"""Rendering: the compact text report and the one-line verdict (imported for the text report only)."""
 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from diagnostic.base import REDACTED, STACK_IDS, TOOL, fmt_mib
+from diagnostic.base import STACK_IDS, TOOL, fmt_mib, sanitize  # noqa: F401 (sanitize: re-exported)
 from diagnostic.node import node_text
 from diagnostic.release_diff import render_lines
-
-
-def sanitize(value: Any, home: Optional[str], secrets: Sequence[str]) -> Any:
-    """Mask the home directory as ``~`` and scrub secret values from every string of the report."""
-    if isinstance(value, dict):
-        return {k: sanitize(v, home, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [sanitize(v, home, secrets) for v in value]
-    if isinstance(value, str):  # token shapes are scrubbed once, from the whole output, when it is written
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
-        if home and home in value:
-            value = re.sub(re.escape(home) + r"(?=/|$)", "~", value)
-        return value
-    return value
 
 
 def render_text(report: Dict[str, Any], verbose: bool = False, required: Sequence[str] = ()) -> str:
