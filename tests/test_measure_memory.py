@@ -63,6 +63,14 @@ def _cuda_record(measured_gib: dict) -> dict:
     }
 
 
+def _tool(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(TOOL), *args], capture_output=True, text=True, timeout=120)
+
+
+def _compare(path: Path) -> subprocess.CompletedProcess:
+    return _tool("--compare", str(path))
+
+
 def test_a_good_record_passes_and_each_defect_is_named():
     good = _cuda_record({suite.load(SUITE)[0].label(): 30.0})
     assert record.check(good) == []
@@ -79,6 +87,8 @@ def test_a_good_record_passes_and_each_defect_is_named():
         "positive byte count on cuda": lambda r: r["runs"][0]["steps"][0].update(max_memory_allocated=None),
         "null on cpu": lambda r: r.update(device="cpu"),
         "non-empty list": lambda r: r.update(runs=[]),
+        "a run is a JSON object": lambda r: r["runs"].append(3),
+        "a step is a JSON object": lambda r: r["runs"][0]["steps"].append("x"),
     }
     for expected, breaks in cases.items():
         broken = copy.deepcopy(good)
@@ -96,6 +106,13 @@ def test_every_suite_run_is_runnable_and_the_planner_plans_it_as_one_gpu():
         data = _plan_in_process(suite.planner_args(spec, H200_GIB))
         assert data["setup"]["method"] == spec.method and data["setup"]["seq_len"] == spec.seq_len
         assert any(c["strategy"] == "ddp" for c in data["candidates"]), spec.label()
+
+
+def test_a_suite_that_cannot_be_read_is_refused_in_one_line(tmp_path: Path):
+    for text in ("{", '{"runs": [{"config": "x"}]}', "[]"):
+        (tmp_path / "suite.json").write_text(text)
+        done = _tool("--suite", str(tmp_path / "suite.json"))
+        assert done.returncode == 2 and "cannot read a suite" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_a_bad_spec_is_named():
@@ -123,11 +140,6 @@ def test_the_comparison_uses_the_planners_point_and_band_and_judges_the_verdict(
     assert all(len(line) <= 100 for line in text.splitlines())
 
 
-def _compare(path: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, str(TOOL), "--compare", str(path)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)
-
-
 def test_the_compare_command_prints_the_table_and_refuses_a_cpu_record(tmp_path: Path):
     specs = suite.load(SUITE)
     good = _cuda_record({specs[0].label(): 30.0})
@@ -139,6 +151,10 @@ def test_the_compare_command_prints_the_table_and_refuses_a_cpu_record(tmp_path:
     (tmp_path / "cpu.json").write_text(json.dumps(cpu))
     done = _compare(tmp_path / "cpu.json")
     assert done.returncode == 2 and "not a cuda record" in done.stderr and "Traceback" not in done.stderr
+    (tmp_path / "cut.json").write_text('{"schema":')
+    for path, message in [(tmp_path / "cut.json", "cannot read a record"), (tmp_path / "none.json", "cannot read")]:
+        done = _compare(path)
+        assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr
 
 
 NO_RECORD = pytest.param(

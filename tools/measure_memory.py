@@ -74,15 +74,23 @@ def plan_with_subprocess(flags: List[str]) -> Dict[str, Any]:
 def main(argv: Optional[List[str]] = None) -> int:
     request = parse(argv)
     if request.compare_path:
-        data = json.loads(request.compare_path.read_text(encoding="utf-8"))
-        problems = record.check(data)
+        try:
+            data = json.loads(request.compare_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            print(f"{request.compare_path}: cannot read a record: {exc}", file=sys.stderr)
+            return 2
+        problems = record.check(data) if isinstance(data, dict) else ["not a JSON object"]
         if problems or data.get("device") != "cuda":
             why = "; ".join(problems) or "device is cpu"
             print(f"{request.compare_path}: not a cuda record: {why}", file=sys.stderr)
             return 2
         print(compare.render(compare.rows(data, plan_with_subprocess)))
         return 0
-    specs = suite.load(request.suite_path)
+    try:
+        specs = suite.load(request.suite_path)
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+        print(f"{request.suite_path}: cannot read a suite (see tools/measure_suite.json): {exc!r}", file=sys.stderr)
+        return 2
     bad = [f"{s.label()}: {p}" for s in specs for p in suite.problems(s)]
     if bad:
         print("\n".join(bad), file=sys.stderr)
@@ -91,6 +99,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     def write(current: Dict[str, Any]) -> None:
         if request.write:
+            request.write.parent.mkdir(parents=True, exist_ok=True)
             request.write.write_text(json.dumps(current, indent=1) + "\n", encoding="utf-8")
 
     result = measure(specs, REPO_ROOT, request.steps, request.tiny, request.budget_s, write)

@@ -94,7 +94,6 @@ def _quantize(model, compute_dtype, device: str) -> None:
             if child.bias is not None:
                 layer.bias = torch.nn.Parameter(child.bias.data, requires_grad=False)
             setattr(parent, name, layer.to(device))  # .to() quantizes
-            del child
     model.is_loaded_in_4bit = True  # what TRL and PEFT read to treat the model as QLoRA
 
 

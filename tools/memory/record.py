@@ -30,7 +30,8 @@ def check(record: Dict[str, Any]) -> List[str]:
     if not isinstance(runs, list) or not runs:
         return [*problems, "runs must be a non-empty list"]
     for i, run in enumerate(runs):
-        problems += [f"runs[{i}]: {p}" for p in _run_problems(run, device)]
+        found = _run_problems(run, device) if isinstance(run, dict) else ["a run is a JSON object"]
+        problems += [f"runs[{i}]: {p}" for p in found]
     return problems
 
 
@@ -48,7 +49,10 @@ def _run_problems(run: Dict[str, Any], device: Any) -> List[str]:
     steps = run.get("steps")
     if run.get("error") is None and (not isinstance(steps, list) or not steps):
         out.append("a run without an error has steps")
-    for step in steps or []:
+    for step in steps if isinstance(steps, list) else []:
+        if not isinstance(step, dict):
+            out.append("a step is a JSON object")
+            continue
         for key in ("max_memory_allocated", "max_memory_reserved"):
             value = step.get(key)
             if device == "cuda" and not (isinstance(value, int) and value > 0):
