@@ -44,3 +44,13 @@ def test_findings_and_first_lines_are_safe_to_print() -> None:
     line = base.first_line(f"\n  failed with {token}\nsecond line")
     assert token not in line and line.startswith("failed with") and "second" not in line
     assert token not in base.redact_value(f"HF_TOKEN={token}")
+
+
+def test_sanitize_masks_the_home_and_scrubs_secrets_everywhere() -> None:
+    report = {"a": ["/opt/me/x", "/opt/me2/y", "/opt/me"], "b": {"c": "token s3cr3t here"}, "n": 3}
+    assert base.sanitize(report, "/opt/me", ["s3cr3t"]) == {
+        "a": ["~/x", "/opt/me2/y", "~"],  # a longer name that starts with the home is not the home
+        "b": {"c": f"token {base.REDACTED} here"},
+        "n": 3,
+    }
+    assert base.sanitize(report, None, []) == report

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from diagnostic.base import STACK_IDS, TOOL, fmt_mib, sanitize  # noqa: F401 (sanitize: re-exported)
+from diagnostic.base import STACK_IDS, TOOL, fmt_mib
 from diagnostic.node import node_text
 from diagnostic.release_diff import render_lines
 
