@@ -43,6 +43,7 @@ DEV_ENTRIES = (
     ".claude-plugin",
     ".gitignore",
     "CHANGELOG.md",
+    "docs",
     "LICENSE",
     "README.md",
     "pyproject.toml",

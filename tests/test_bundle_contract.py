@@ -15,7 +15,7 @@ Rules:
 - Layout: the installed unit's entries exist (exact case), hold no symbolic links, the only ``SKILL.md`` is the
   root's, and Markdown elsewhere in the unit is not allowed. The repository's top-level entries (``git ls-files``,
   tracked plus untracked-not-ignored, in a checkout; a walk otherwise) are ``skills`` (holding only
-  ``scaling-and-backends/``) plus ``.ci``, ``.claude-plugin``, ``.gitignore``, ``CHANGELOG.md``, ``LICENSE``,
+  ``scaling-and-backends/``) plus ``.ci``, ``.claude-plugin``, ``.gitignore``, ``CHANGELOG.md``, ``docs``, ``LICENSE``,
   ``README.md``, ``pyproject.toml``, ``tests`` and ``tools``.
 - Frontmatter of the root ``SKILL.md`` and of each sub-skill index (``yaml.safe_load``, repeated keys rejected):
   exactly the keys ``name``,

@@ -1,4 +1,4 @@
-"""tools/check_clients.py against the real clients from npm (skipped without npm or the registry), and the README
+"""tools/check_clients.py against the real clients from npm (skipped without npm or the registry), and the docs
 table it wrote (always).
 
 The npm install is cached in the temporary folder, keyed by the pinned versions, so only the first run on a machine
@@ -27,12 +27,12 @@ sys.path.insert(0, str(REPO_ROOT / "tools"))
 from clients import pins
 from clients.routes import ROUTES
 
-README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+README = (REPO_ROOT / "docs" / "clients.md").read_text(encoding="utf-8")  # the client-check table
 
 
 def readme_table() -> str:
     match = re.search(r"<!-- client-check: begin -->\n(.*?)<!-- client-check: end -->", README, re.S)
-    assert match, "README has no client-check table"
+    assert match, "docs/clients.md has no client-check table"
     return match.group(1)
 
 
@@ -57,7 +57,9 @@ def test_readme_table_is_the_committed_check_of_the_pinned_clients() -> None:
         cwd=REPO_ROOT,
         check=True,
     ).stdout
-    assert table.strip() == rendered.strip(), "README table differs from tools/clients/last_check.json: re-render it"
+    assert table.strip() == rendered.strip(), (
+        "docs/clients.md table differs from tools/clients/last_check.json: re-render it"
+    )
     assert [route["route"] for route in saved["routes"]] == [route.key for route in ROUTES]
 
 

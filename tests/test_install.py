@@ -507,7 +507,7 @@ def test_readme_gives_the_plugin_and_client_routes_with_the_manifests_names() ->
     text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     market = load_json(".claude-plugin/marketplace.json")
     plugin = f"{market['plugins'][0]['name']}@{market['name']}"
-    install = text.split("\n## Install\n", 1)[1].split("\n### What each client does", 1)[0]
+    install = text.split("\n## Install\n", 1)[1].split("\n### Update, check, uninstall", 1)[0]
     assert f"/plugin install {plugin}" in install and f"codex plugin add {plugin}" in install
     assert "gemini skills install skills/scaling-and-backends" in install
     unsupported = install.split("**Not supported**", 1)[1].split("\n\n", 1)[0]
@@ -540,12 +540,12 @@ def test_agentskills_command_reports_only_the_designed_extension_field(tmp_path:
         assert findings == ["- " + bundle.SKILLS_REF_EXPECTED_ERRORS[0]], (name, result.stderr)
 
 
-def test_readme_lists_each_extension_field_with_what_each_host_does() -> None:
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+def test_docs_list_each_extension_field_with_what_each_host_does() -> None:
+    text = (REPO_ROOT / "docs" / "clients.md").read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     for field in (*EXTENSION_FIELDS, "policy.allow_implicit_invocation"):
         row = next((line for line in rows if line.startswith(f"| `{field}")), None)
-        assert row is not None, f"README has no row for {field}"
+        assert row is not None, f"docs/clients.md has no row for {field}"
         assert row.count("|") >= 6, f"{field}: the row needs a column per host"
     # The frontmatter holds no other non-spec field than the one listed.
     for relative, _ in bundle.skill_md_paths():

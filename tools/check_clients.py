@@ -2,10 +2,10 @@
 """Install the skill through every route, with the real agent clients, and report what each client then shows.
 
     python3 tools/check_clients.py                      # every route; text report
-    python3 tools/check_clients.py --markdown           # the README's install table
+    python3 tools/check_clients.py --markdown           # the install table of docs/clients.md
     python3 tools/check_clients.py --json --routes tool-codex,skills-cli
     python3 tools/check_clients.py --prefix ~/.cache/sab-clients   # keep the npm install between runs
-    python3 tools/check_clients.py --render tools/clients/last_check.json   # the README table from a saved --json
+    python3 tools/check_clients.py --render tools/clients/last_check.json   # that table from a saved --json
 
 It installs the clients pinned in ``tools/clients/pins.py`` from npm into a prefix, snapshots this checkout as a
 fresh clone would hold it, and runs each route (``--list-routes``) in a new empty home. For each route it reports the
@@ -65,10 +65,12 @@ def parse_args(argv: Optional[list] = None) -> Request:
     parser.add_argument("--routes", help=f"comma-separated subset of: {', '.join(ROUTE_KEYS)}")
     parser.add_argument("--list-routes", action="store_true", help="print the routes and exit")
     form = parser.add_mutually_exclusive_group()
-    form.add_argument("--markdown", action="store_true", help="the README install table")
+    form.add_argument("--markdown", action="store_true", help="the install table of docs/clients.md")
     form.add_argument("--json", action="store_true", help="machine-readable report")
     parser.add_argument("--prefix", type=Path, help="npm prefix to install the clients into (reused when complete)")
-    parser.add_argument("--render", type=Path, help="print the README table of a saved --json report; runs nothing")
+    parser.add_argument(
+        "--render", type=Path, help="print the docs/clients.md table of a saved --json report; runs nothing"
+    )
     parser.add_argument("--checkout", type=Path, default=TOOLS_DIR.parent, help="the checkout to install from")
     args = parser.parse_args(argv)
     if args.list_routes:

@@ -1,6 +1,6 @@
 """Release scopes in the skill text, checked against the release history (``tests/facts/release_history.json``).
 
-The grammar (agreed for the skill text; README "Release scopes"):
+The grammar (agreed for the skill text; docs/verification.md "Release scopes"):
 
 * a file window, one line in the file's Versions section (en dash or hyphen):
   ``**Unless marked:** TRL 1.14-1.16, vLLM 0.22-0.31.``

@@ -15,8 +15,9 @@ never needed. The output is deterministic: sorted keys, no timestamps, so a reru
 
 Needs Python 3.11+ (the upstream sources use 3.10+ syntax) and PyYAML; 3.11, 3.12 and 3.13 write identical files.
 To move to a new release, edit ``PINS`` (releases the text is checked against) and ``HISTORY`` (releases whose
-facts are indexed for the scope checks); see README "Moving the bundle to a new TRL or vLLM release". History
-releases are indexed one at a time into ``<wheel dir>/../history/`` and large wheels are deleted once indexed.
+facts are indexed for the scope checks); see docs/verification.md "Moving the bundle to a new TRL or vLLM
+release". History releases are indexed one at a time into ``<wheel dir>/../history/`` and large wheels are
+deleted once indexed.
 """
 
 from __future__ import annotations

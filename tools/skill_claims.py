@@ -5,7 +5,8 @@
     python3 tools/skill_claims.py FILE.md ...     # only these files
     python3 tools/skill_claims.py --claims FILE   # list the claims found (debugging the extractor)
 
-The conventions it enforces are in README.md, "Writing skill text: the conventions the tests check". In short:
+The conventions it enforces are in docs/verification.md, "Writing skill text: the conventions the tests check".
+In short:
 inline code shaped like a flag, an env var, a route, a ``snake_case`` name, a ``*Config``/``*Trainer`` class or
 ``name=value`` is a claim; so are command lines in shell blocks, ``*Config(...)`` keywords in Python blocks, keys in
 YAML blocks and blockquoted messages. Each claim must name something the pinned releases really have.
