@@ -31,7 +31,13 @@ def tiny_raw() -> Dict[str, Any]:
             "deepspeed": [
                 [1, 100, "Speed up ZeRO-3 partition hooks", "runtime/zero/partition_parameters", 0],
                 [2, 101, "Fix ZeRO-Offload CPULion optimizer check", "runtime/engine", 0],
-                [3, 102, 'Revert "Speed up ZeRO-3 partition hooks (#100)"', "runtime/zero/partition_parameters", [100, "0.17.1"]],
+                [
+                    3,
+                    102,
+                    'Revert "Speed up ZeRO-3 partition hooks (#100)"',
+                    "runtime/zero/partition_parameters",
+                    [100, "0.17.1"],
+                ],
             ],
         },
     }

@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "tools"))
-import fix_index  # noqa: E402
+import fix_index
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -6,9 +6,9 @@ import gzip
 from pathlib import Path
 
 import pytest
-
 from fixes import load
 from fixes.load import IndexUnreadable, load_index, parse, words
+
 from fixes_helpers import tiny_bytes, tiny_raw
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from fixes.render import text_lines
 from fixes.search import search
+
 from fixes_helpers import tiny_index
 
 
 def test_lines_name_each_fix_the_move_and_the_command() -> None:
-    lines = text_lines(search(tiny_index(), "ZeRO-Offload CPULion partition hooks", {"deepspeed": "0.17.1"}, limit=1))
+    lines = text_lines(
+        search(tiny_index(), "ZeRO-Offload CPULion partition hooks", {"deepspeed": "0.17.1"}, limit=1, min_score=0)
+    )
     assert lines == [
         "  deepspeed 0.17.2: Fix ZeRO-Offload CPULion optimizer check (#101)",
         "  move deepspeed to 0.17.3 or later (you have 0.17.1):",

@@ -63,7 +63,10 @@ SOURCE_PATHS: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
     "trl": (("trl/",), ("pyproject.toml", "setup.py", "setup.cfg")),
     "accelerate": (("src/accelerate/",), ("setup.py", "pyproject.toml")),
     "peft": (("src/peft/",), ("setup.py", "pyproject.toml")),
-    "deepspeed": (("deepspeed/", "csrc/", "op_builder/", "accelerator/"), ("setup.py", "requirements/requirements.txt")),
+    "deepspeed": (
+        ("deepspeed/", "csrc/", "op_builder/", "accelerator/"),
+        ("setup.py", "requirements/requirements.txt"),
+    ),
     "bitsandbytes": (("bitsandbytes/", "csrc/"), ("pyproject.toml", "setup.py", "CMakeLists.txt")),
     "liger-kernel": (("src/liger_kernel/",), ("setup.py", "pyproject.toml")),
     "kernels": (("kernels/src/kernels/", "src/kernels/"), ("kernels/pyproject.toml", "pyproject.toml")),
@@ -146,7 +149,14 @@ LOG_FORMAT = "%x1e%H%x1f%s%x1f%b%x1f"
 def walk(git_dir: str, include: str, exclude: Sequence[str]) -> List[Tuple[str, str, str, List[str]]]:
     """(sha, subject, body's first line, files) of the commits of ``include`` that ``exclude`` does not reach."""
     text = git(
-        git_dir, "log", f"--format={LOG_FORMAT}", "--name-only", "--diff-merges=first-parent", include, "--not", *exclude
+        git_dir,
+        "log",
+        f"--format={LOG_FORMAT}",
+        "--name-only",
+        "--diff-merges=first-parent",
+        include,
+        "--not",
+        *exclude,
     )
     out = []
     for record in text.split("\x1e")[1:]:
@@ -226,10 +236,12 @@ def build_package(package: str, git_dir: str) -> Tuple[dict, list, Dict[int, dic
         ref = regression_ref(change["subject"])
         if ref is None and change["subject"].startswith('Revert "'):
             ref = titles.get(REVERT_QUOTED.match(change["subject"]).group(1))  # type: ignore[union-attr]
-        if ref in changes and 0 <= changes[ref]["release"] and (index < 0 or changes[ref]["release"] < index):
+        if ref in changes and changes[ref]["release"] >= 0 and (index < 0 or changes[ref]["release"] < index):
             broke = [ref, versions[changes[ref]["release"]]]
         shown = paths[:MAX_PATHS] + ([f"+{len(paths) - MAX_PATHS}"] if len(paths) > MAX_PATHS else [])
-        rows.append([index - offset if index >= 0 else -1, pr, clip(change["title"], MAX_TITLE), ",".join(shown), broke])
+        rows.append(
+            [index - offset if index >= 0 else -1, pr, clip(change["title"], MAX_TITLE), ",".join(shown), broke]
+        )
     meta = {"repo": PACKAGES[package][0], "releases": versions[offset:], "snapshot": date, "head": head}
     return meta, rows, changes
 
@@ -326,7 +338,9 @@ def load(path: Path) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fix_index.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mirrors", metavar="DIR", help="a folder of bare mirrors named owner+name (or owner+name/repo)")
+    parser.add_argument(
+        "--mirrors", metavar="DIR", help="a folder of bare mirrors named owner+name (or owner+name/repo)"
+    )
     parser.add_argument("--repo", action="append", default=[], metavar="PKG=GITDIR", help="one package's git directory")
     parser.add_argument("--out", default=str(DEFAULT_OUTPUT), help="the index to write or check")
     parser.add_argument("--samples", default=str(DEFAULT_SAMPLES), help="the tag --contains samples to write or check")

@@ -25,9 +25,68 @@ INDEX_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "index.jso
 SCHEMA = 1
 MAX_BYTES = 8 * 1024 * 1024
 _STOP = frozenset(
-    "the and for from with into when not are was were this that than then use used using via its has have add adds "
-    "added fix fixes fixed fixing support update updates updated allow make makes more error errors issue issues "
-    "bug bugs pass passing work works new also only all any can cannot could should would will after before".split()
+    [
+        "the",
+        "and",
+        "for",
+        "from",
+        "with",
+        "into",
+        "when",
+        "not",
+        "are",
+        "was",
+        "were",
+        "this",
+        "that",
+        "than",
+        "then",
+        "use",
+        "used",
+        "using",
+        "via",
+        "its",
+        "has",
+        "have",
+        "add",
+        "adds",
+        "added",
+        "fix",
+        "fixes",
+        "fixed",
+        "fixing",
+        "support",
+        "update",
+        "updates",
+        "updated",
+        "allow",
+        "make",
+        "makes",
+        "more",
+        "error",
+        "errors",
+        "issue",
+        "issues",
+        "bug",
+        "bugs",
+        "pass",
+        "passing",
+        "work",
+        "works",
+        "new",
+        "also",
+        "only",
+        "all",
+        "any",
+        "can",
+        "cannot",
+        "could",
+        "should",
+        "would",
+        "will",
+        "after",
+        "before",
+    ]
 )
 
 
@@ -63,14 +122,24 @@ _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+")
 
 
+_NORMAL: Dict[str, str] = {}  # raw piece -> its token ("" when dropped); most pieces repeat across changes
+
+
+def _normal(raw: str) -> str:
+    token = raw.lower().strip("_")
+    if len(token) > 4 and token[-1] == "s" and token[-2] != "s":
+        token = token[:-1]
+    return token if len(token) >= 3 and not token[0].isdigit() and token not in _STOP else ""
+
+
 def words(text: str) -> List[str]:
     """Lower-case search tokens: identifiers whole and split at ``_``, ``.``, ``/`` and camelCase; no stop words."""
     out: Dict[str, None] = {}
     for raw in _IDENT.findall(text) + _PART.findall(text):
-        token = raw.lower().strip("_")
-        if len(token) > 4 and token[-1] == "s" and token[-2] != "s":
-            token = token[:-1]
-        if len(token) >= 3 and not token[0].isdigit() and token not in _STOP:
+        token = _NORMAL.get(raw)
+        if token is None:
+            token = _NORMAL[raw] = _normal(raw)
+        if token:
             out[token] = None
     return list(out)
 

@@ -1,10 +1,11 @@
 """Search the fix index: the changes released after the user's release that match an error's words.
 
-``search(index, text, releases)`` scores each change by the rarity (inverse frequency) of the query tokens found in
-its title and touched modules, keeps those with two tokens or one rare token, drops those a package's given release
-already ships, and ranks the best match first (the newer release first on ties). Per package it names the release
-to move to: the highest release among the listed fixes, raised past any matching regression's fix so that no
-release between "broken from" and "fixed in" is advised.
+``search(index, text, releases)`` scores each change by the rarity (inverse frequency) of the query tokens found
+in its title and touched modules. It keeps those with two tokens or one rare token, scoring MIN_SCORE and at
+least RELATIVE of the best match in any release (when the user's release already ships the best match, weak ones after it are not
+listed); drops those a package's given release already ships; and ranks the best match first (the newer release
+first on ties). Per package it names the release to move to: the highest release among the listed fixes, raised
+past any matching regression's fix so that no release between "broken from" and "fixed in" is advised.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from fixes.load import Change, FixIndex, words
 
 LIMIT = 5
 RARE = 4  # a token held by at most this many changes matches on its own
+MIN_SCORE = 12.0  # below it a match is a couple of common words (an OOM line scores about 9; corpus hits 17 up)
+RELATIVE = 0.6  # listed only when scoring at least this share of the best match in any release
 _RELEASE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)(.*)$")
 
 
@@ -85,7 +88,7 @@ def _newer_first(release: Optional[str]) -> Tuple[int, ...]:
     if release is None:
         return (-(10**9),)
     numbers, final = release_key(release) or ((0,), 0)
-    return tuple(-n for n in numbers) + (-final,)
+    return (*(-n for n in numbers), -final)
 
 
 def _newest(releases: List[str]) -> str:
@@ -99,11 +102,12 @@ def search(
     limit: int = LIMIT,
     packages: Optional[Tuple[str, ...]] = None,
     rare: int = RARE,
+    min_score: float = MIN_SCORE,
 ) -> SearchResult:
     """The fixes matching ``text`` released after ``releases`` ({package: version}; a package without one: all).
 
     ``limit`` fixes at most, best match first; ``packages`` restricts the search; a single matching token counts
-    only when at most ``rare`` changes hold it."""
+    only when at most ``rare`` changes hold it; a match needs ``min_score``."""
     releases = {k.lower().replace("_", "-"): v for k, v in (releases or {}).items()}
     query = words(text)
     total = max(1, len(index.changes))
@@ -116,11 +120,14 @@ def search(
             continue
         last = package.releases[-1]
         if key > (release_key(last) or ((0,), 0)):
-            notes.append(f"{name} {version} is newer than the index ({last}, snapshot {package.snapshot}): not searched")
+            notes.append(
+                f"{name} {version} is newer than the index ({last}, snapshot {package.snapshot}): not searched"
+            )
             continue
         current[name] = key
     scored: List[Fix] = []
     regressions: List[Fix] = []
+    best = 0.0  # the best match in any release: a fix far below it, after the user's release, is noise
     for change in index.changes:
         if packages and change.package not in packages:
             continue
@@ -130,12 +137,16 @@ def search(
         if not score:
             continue
         broken = change.broke or (None, None)
-        fix = Fix(change.package, change.release, change.pr, change.title, round(score, 2), matched, broken[1], broken[0])
+        fix = Fix(
+            change.package, change.release, change.pr, change.title, round(score, 2), matched, broken[1], broken[0]
+        )
+        best = max(best, fix.score)
         if change.broke:
             regressions.append(fix)
         if change.package in current and not _after(change, current[change.package]):
             continue
         scored.append(fix)
+    scored = [f for f in scored if f.score >= max(min_score, RELATIVE * best)]
     scored.sort(key=lambda f: (-f.score, _newer_first(f.release), f.package, -f.pr))
     shown = tuple(scored[:limit])
     return SearchResult(shown, _moves(shown, regressions, releases, current), tuple(notes))
@@ -153,7 +164,11 @@ def _moves(
         for fix in shown:
             if fix.package != package or fix.release is None:
                 continue
-            if fix.broken_from and package in current and current[package] < (release_key(fix.broken_from) or current[package]):
+            if (
+                fix.broken_from
+                and package in current
+                and current[package] < (release_key(fix.broken_from) or current[package])
+            ):
                 continue  # the user's release predates the regression this change fixes
             counted.append(fix.release)
         if not counted:
