@@ -1,11 +1,11 @@
 """Search the fix index: the changes released after the user's release that match an error's words.
 
-``search(index, text, releases)`` scores each change by the rarity (inverse frequency) of the query tokens found
-in its title and touched modules. It keeps those with two tokens or one rare token, scoring MIN_SCORE and at
-least RELATIVE of the best match in any release (when the user's release already ships the best match, weak
-ones after it are not listed); drops those a package's given release already ships; and ranks the best match first (the newer release
-first on ties). Per package it names the release to move to: the highest release among the listed fixes, raised
-past any matching regression's fix so that no release between "broken from" and "fixed in" is advised.
+``search(index, text, releases)`` scores each change by the rarity (inverse frequency) of the query tokens found in
+its title and touched modules. It keeps those with two tokens or one rare token, scoring MIN_SCORE and at least
+RELATIVE of the best match in any release (when the user's release already ships the best match, weak ones after it
+are not listed); drops those a package's given release already ships; and ranks the best match first (the newer
+release first on ties). Per package it names the release to move to: the highest release among the listed fixes,
+raised past any matching regression's fix so that no release between "broken from" and "fixed in" is advised.
 """
 
 from __future__ import annotations
