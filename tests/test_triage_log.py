@@ -162,3 +162,30 @@ def test_secrets_in_the_log_are_not_printed(tmp_path: Path) -> None:
         run = run_triage([str(log), *flags])
         assert token not in run.stdout and token[3:15] not in run.stdout
         assert "<redacted>" in run.stdout
+
+
+CPU_LION = (
+    "[rank0]: deepspeed.runtime.zero.utils.ZeRORuntimeException: You are using ZeRO-Offload with a client provided "
+    "optimizer (<class 'deepspeed.ops.lion.cpu_lion.DeepSpeedCPULion'>) which in most cases will yield poor "
+    "performance.\n"
+)
+
+
+def test_upstream_fixes_after_the_given_release_follow_the_entry(tmp_path: Path) -> None:
+    log = write(tmp_path / "train.log", CPU_LION)
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"packages": {"deepspeed": {"version": "0.17.2"}}}), encoding="utf-8")
+    run = run_triage([str(log), "--json"])
+    fixes = json.loads(run.stdout)["upstream_fixes"]
+    assert (fixes["fixes"][0]["package"], fixes["fixes"][0]["pr"], fixes["fixes"][0]["release"]) == (
+        "deepspeed",
+        7531,
+        "0.17.6",
+    )
+    assert len(fixes["fixes"]) <= 3 and fixes["moves"][0]["command"].endswith("--keep 'deepspeed>=0.17.6'")
+    text = run_triage([str(log)]).stdout
+    assert "upstream fixes after your release" in text and "deepspeed 0.17.6: fixed DeepSpeedCPULion" in text
+    assert max(len(line) for line in text.splitlines() if "plan_install" not in line) <= 100
+    # a release that already ships every matching fix: no section
+    newer = run_triage([str(log), "--json", "--trl", "1.9.0"], env={})
+    assert json.loads(newer.stdout)["upstream_fixes"] is not None  # deepspeed's release is unknown: all matches

@@ -26,9 +26,13 @@ if _HERE not in sys.path:
 
 from common.output import HelpFormatter, dumps_strict, emit, run_cli  # noqa: E402
 from common.values import bounded_int  # noqa: E402
+from fixes.load import IndexUnreadable as FixIndexUnreadable  # noqa: E402
+from fixes.load import load_index as load_fix_index  # noqa: E402
+from fixes.render import text_lines as fix_lines  # noqa: E402
+from fixes.search import search as search_fixes  # noqa: E402
 from triage import find  # noqa: E402
 from triage.inputs import DEFAULT_MIB, MAX_MIB, Request, TriageInputError, build_request  # noqa: E402
-from triage.match import Index, IndexUnreadable, Match, load_index  # noqa: E402
+from triage.match import Index, IndexUnreadable, Match, load_index, runnable  # noqa: E402
 from triage.read import InputError, SourceStats, check_sources, iter_hits, make_sources, scanner  # noqa: E402
 from triage.render import build_report, render_text  # noqa: E402
 
@@ -47,7 +51,9 @@ what it reports:
   timeouts, ChildFailedError and the launcher's teardown, broken pipes) apart from it; the figures of an OOM;
   the releases the log prints; the troubleshooting entry (file and heading) whose quoted message the failure
   line holds, with the variant for your releases (--trl/--vllm, --report, else the log's); and the next command.
-  A failure that no entry quotes is marked unknown, with the upstream package that prints it when the facts index
+  The upstream fixes released after your releases whose title or touched modules share the failure line's words
+  (the recorded fix index, scripts/fixes/), with the release to move to. A failure that no entry quotes is marked
+  unknown, with the upstream package that prints it when the facts index
   knows the message, and the smallest excerpt worth reading (its traceback's last frames and the failure line).
 
 exit codes:
@@ -109,7 +115,7 @@ def triage(request: Request, index: Optional[Index] = None) -> Dict[str, object]
                 matched[shape] = found
     known = {shape for shape, found in matched.items() if any(m.message.kind == "entry" for m in found)}
     choice = find.choose_root(findings, known, len(sources))
-    return build_report(
+    report = build_report(
         findings,
         choice,
         index,
@@ -120,6 +126,35 @@ def triage(request: Request, index: Optional[Index] = None) -> Dict[str, object]
         request.release_origin,
         time.perf_counter() - start,
     )
+    report["upstream_fixes"] = upstream_fixes(report)
+    return report
+
+
+FIXES_SHOWN = 3
+
+
+def upstream_fixes(report: Dict[str, object]) -> Optional[Dict[str, object]]:
+    """The fixes after the report's releases that match the root failure's words; None when none match."""
+    root = report["root"]
+    if not isinstance(root, dict):
+        return None
+    releases = {name: str(info["version"]) for name, info in report["releases"].items()}  # type: ignore[union-attr]
+    try:
+        result = search_fixes(load_fix_index(), str(root["text"]), releases, limit=FIXES_SHOWN)
+    except FixIndexUnreadable:
+        return None
+    if not result.fixes:
+        return None
+    return {
+        "fixes": [
+            {"package": f.package, "release": f.release, "pr": f.pr, "title": f.title, "broken_from": f.broken_from}
+            for f in result.fixes
+        ],
+        "moves": [{"package": m.package, "release": m.release, "command": runnable(m.command)} for m in result.moves],
+        "lines": [
+            "    " + runnable(line.strip()) if line.startswith("    python3 ") else line for line in fix_lines(result)
+        ],
+    }
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

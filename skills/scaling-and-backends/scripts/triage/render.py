@@ -271,6 +271,11 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
         lines.append("  (it reads the installed releases), then " + ("search the index:" if grep else RELEASE_HISTORY))
         if grep:
             lines.extend(command_lines(grep))
+    fixes = report.get("upstream_fixes")
+    if fixes:
+        lines.append("upstream fixes after your release (recorded fix index; the failure line's words):")
+        for line in fixes["lines"][:8]:
+            lines.extend(command_lines(line.strip()) if line.startswith("    python3 ") else [line])
     _listed(lines, "echoes (caused by the failure, not its cause)", report["echoes"], verbose)
     _listed(lines, "later failures", report["other_failures"], verbose)
     _listed(lines, "known messages before or around it", report["notes"], verbose)

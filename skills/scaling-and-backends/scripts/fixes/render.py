@@ -1,0 +1,29 @@
+"""Text of a fix search: one line per fix, then the release to move to and the install planner line."""
+
+from __future__ import annotations
+
+from typing import List
+
+from fixes.search import SearchResult
+
+TITLE = "upstream fixes after your release"
+
+
+def text_lines(result: SearchResult, width: int = 100) -> List[str]:
+    """Lines (without the title) for a search result; empty when nothing matched and nothing is to be said."""
+    lines: List[str] = []
+    for fix in result.fixes:
+        lines.append(_clip("  " + fix.line(), width))
+    for move in result.moves:
+        since = f" (you have {move.current})" if move.current else ""
+        lines.append(_clip(f"  move {move.package} to {move.release} or later{since}:", width))
+        for skip in move.skips:
+            lines.append(_clip(f"    not {skip}: the regression lives there", width))
+        lines.append(f"    {move.command}")
+    for note in result.notes:
+        lines.append(_clip(f"  {note}", width))
+    return lines
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
