@@ -343,3 +343,151 @@ def report_releases(path: str, packages: Sequence[str] = ("trl", "vllm")) -> Dic
         if isinstance(version, str) and VERSION.match(version.strip()):
             found[package] = version.strip()
     return found
+
+
+# ---- words for the lookup's ranking (``find_fix.py``); ``tools/triage_index.py`` stores each entry's words with them
+
+_SEARCH_WORD = re.compile(r"[a-z0-9][a-z0-9_]*(?:[.-][a-z0-9_]+)*")
+STOP_WORDS = frozenset(
+    {
+        "the",
+        "and",
+        "for",
+        "with",
+        "that",
+        "this",
+        "from",
+        "are",
+        "was",
+        "were",
+        "but",
+        "not",
+        "all",
+        "any",
+        "can",
+        "its",
+        "into",
+        "than",
+        "then",
+        "them",
+        "they",
+        "their",
+        "there",
+        "when",
+        "what",
+        "which",
+        "while",
+        "who",
+        "will",
+        "would",
+        "should",
+        "could",
+        "does",
+        "did",
+        "done",
+        "has",
+        "have",
+        "had",
+        "been",
+        "being",
+        "our",
+        "your",
+        "you",
+        "yes",
+        "one",
+        "two",
+        "per",
+        "each",
+        "only",
+        "also",
+        "more",
+        "most",
+        "some",
+        "such",
+        "other",
+        "same",
+        "very",
+        "just",
+        "how",
+        "why",
+        "where",
+        "after",
+        "before",
+        "about",
+        "over",
+        "under",
+        "out",
+        "off",
+        "via",
+        "set",
+        "use",
+        "used",
+        "using",
+        "get",
+        "got",
+        "see",
+        "run",
+        "runs",
+        "running",
+        "make",
+        "made",
+        "like",
+        "need",
+        "needs",
+        "want",
+        "wants",
+        "here",
+        "it's",
+        "i'm",
+        "it",
+        "is",
+        "be",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "by",
+        "or",
+        "an",
+        "as",
+        "if",
+        "no",
+        "so",
+        "we",
+        "my",
+        "me",
+        "do",
+    }
+)
+
+
+def _stem(word: str) -> str:
+    """A crude stem, the same on both sides of the comparison: hangs/hanging/hanged -> hang, entries -> entry."""
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            if suffix == "es" and not word.endswith(("sses", "ches", "shes", "xes")):
+                continue  # "uses", "sizes": only the "s" goes
+            return word[: -len(suffix)]
+    return word
+
+
+def search_words(text: str) -> List[str]:
+    """The words of ``text`` the lookup compares, in order: lower case, stemmed, stop words and bare numbers
+    dropped (a three-digit number stays: HTTP codes); a dotted or dashed name (``flash-attn``, ``torch.cuda``) and
+    a snake_case key stay whole and give their parts too."""
+    out: List[str] = []
+    for token in _SEARCH_WORD.findall(text.lower()):
+        token = token.strip("._-")
+        if not token:
+            continue
+        parts = [token] + ([p for p in re.split(r"[._-]+", token) if p] if re.search(r"[._-]", token) else [])
+        for part in parts:
+            if part in STOP_WORDS or len(part) < 2 or (part.isdigit() and len(part) != 3):
+                continue
+            if not part.isdigit() and not re.search(r"[a-z]{2}|^[a-z]\d{2,}$", part):
+                continue  # a release (v1.12.0), a bare letter and digit
+            out.append(_stem(part))
+    return out
