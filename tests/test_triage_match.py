@@ -24,11 +24,11 @@ def test_next_command_fills_the_server_address() -> None:
 
 
 def test_skill_relative_commands_name_the_scripts_by_absolute_path() -> None:
-    assert match.runnable("python3 scripts/plan_training.py --params 7B") == (
+    assert troubleshooting.runnable("python3 scripts/plan_training.py --params 7B") == (
         "python3 " + str(SCRIPTS_DIR / "plan_training.py") + " --params 7B"
     )
-    assert match.runnable("nvidia-smi") == "nvidia-smi"
-    assert match.runnable("curl -s http://h:8000/version") == "curl -s http://h:8000/version"
+    assert troubleshooting.runnable("nvidia-smi") == "nvidia-smi"
+    assert troubleshooting.runnable("curl -s http://h:8000/version") == "curl -s http://h:8000/version"
 
 
 def test_grep_command_takes_a_plain_run_of_the_message() -> None:

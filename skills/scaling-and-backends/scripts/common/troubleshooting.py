@@ -9,8 +9,10 @@ message under its rarest word), so a line is compared with a handful of messages
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from common.read import InputError, read_text
@@ -20,6 +22,10 @@ INDEX_NAME = "index.json"
 INDEX_LIMIT = 8 * 1024 * 1024
 # The index sits beside the triage, which wrote it first; the lookup reads the same file.
 INDEX_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "triage", INDEX_NAME)
+# The skill folder this copy of the scripts belongs to: the commands printed name its files by absolute path, so they
+# run as printed from any folder.
+SKILL_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_SKILL_SCRIPT = re.compile(r"^python3 scripts/(\S+)")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_]{3,}")
 _MINOR = re.compile(r"^\s*v?(\d+)\.(\d+)")
 RELEASE_HISTORY = "troubleshooting/release-history.md"
@@ -54,6 +60,7 @@ class Index:
     def __init__(self, data: Dict[str, Any]) -> None:
         self.entries: List[Dict[str, Any]] = data["entries"]
         self.upstream: List[Dict[str, Any]] = data["upstream"]
+        self.rows: List[Dict[str, Any]] = data.get("rows", [])  # release-history rows (the lookup ranks them)
         self.messages: List[Message] = []
         for e, entry in enumerate(self.entries):
             for q, quote in enumerate(entry["quotes"]):
@@ -221,9 +228,11 @@ def matched_chars(line: str, fragments: Sequence[str]) -> int:
 
 
 def load_index(path: Optional[str] = None) -> Index:
+    """The shipped index. It is the bundle's own generated file, read within ``INDEX_LIMIT``: the standard parser
+    reads it (about a tenth of the time of ``common.values.load_json``'s checked one, which guards user input)."""
     path = path or INDEX_PATH
     try:
-        data = load_json(read_text(path, INDEX_LIMIT), "the triage index", max_bytes=INDEX_LIMIT, max_nodes=2_000_000)
+        data = json.loads(read_text(path, INDEX_LIMIT))
     except Exception as error:  # the shipped file: any failure means a broken install
         raise IndexUnreadable(f"cannot read {INDEX_NAME} ({error}); reinstall the skill") from None
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
@@ -303,6 +312,13 @@ def variant_for(entry: Dict[str, Any], quote: Optional[Dict[str, Any]], releases
             )
     written = entry.get("window") or (scopes[0] if scopes else [])
     return Verdict("holds", scope_text(written), "")
+
+
+def runnable(command: str) -> str:
+    """A skill-relative command (``python3 scripts/x.py ...``, as the skill text writes it) with the script's
+    absolute path, so it runs from any folder; any other command unchanged."""
+    scripts = os.path.join(SKILL_DIR, "scripts")
+    return _SKILL_SCRIPT.sub(lambda m: "python3 " + shlex.quote(os.path.join(scripts, m.group(1))), command)
 
 
 # ---- releases given by flags or a diagnostic report ---------------------------------------------------------------

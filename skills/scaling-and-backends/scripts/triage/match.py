@@ -9,12 +9,7 @@ import re
 import shlex
 from typing import Any, Dict, Optional
 
-from common.troubleshooting import EXCEPTION_LINE
-
-# The skill folder this copy of the script belongs to: the commands the triage prints name its files by absolute path,
-# so they run as printed from any folder.
-SKILL_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_SKILL_SCRIPT = re.compile(r"^python3 scripts/(\S+)")
+from common.troubleshooting import EXCEPTION_LINE, SKILL_DIR, runnable
 
 _SAFE_FRAGMENT = re.compile(r"[A-Za-z][A-Za-z ,.:;()/_'-]{11,}")
 
@@ -32,16 +27,6 @@ def grep_command(text: str) -> str:
     if len(best) > 48:
         best = best[:48].rsplit(" ", 1)[0]
     return f'grep -rn -F "{best.strip(" ,.:;")}" {shlex.quote(os.path.join(SKILL_DIR, "troubleshooting"))}/'
-
-
-def runnable(command: str) -> str:
-    """A skill-relative command (``python3 scripts/x.py ...``, as the skill text writes it) with the script's
-    absolute path, so it runs from any folder; any other command unchanged."""
-    return _SKILL_SCRIPT.sub(lambda m: "python3 " + shlex.quote(_skill_path("scripts", m.group(1))), command)
-
-
-def _skill_path(*parts: str) -> str:
-    return os.path.join(SKILL_DIR, *parts)
 
 
 def next_command(entry: Optional[Dict[str, Any]], root_text: str) -> str:

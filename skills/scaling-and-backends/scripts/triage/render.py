@@ -6,11 +6,11 @@ import re
 from typing import Any, Dict, List, Optional, Sequence
 
 from common.output import WIDTH, clip, fit_width
-from common.troubleshooting import RELEASE_HISTORY, Index, Match, Verdict, variant_for
+from common.troubleshooting import RELEASE_HISTORY, Index, Match, Verdict, runnable, variant_for
 
 from triage import patterns
 from triage.find import Choice, Findings, Group
-from triage.match import grep_command, next_command, runnable
+from triage.match import grep_command, next_command
 from triage.read import Source, SourceStats
 
 SCHEMA_VERSION = 1
