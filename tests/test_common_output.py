@@ -258,7 +258,15 @@ def test_help_formatter_reflows_a_table_cell_under_its_text_column(monkeypatch) 
 
 @pytest.mark.parametrize(
     "script",
-    ["check_optional_backends", "check_vllm_server", "compare_nodes", "plan_training", "plan_install", "triage_log"],
+    [
+        "check_optional_backends",
+        "check_vllm_server",
+        "compare_nodes",
+        "plan_training",
+        "plan_install",
+        "triage_log",
+        "find_fix",
+    ],
 )
 def test_every_command_help_fits_the_width_on_a_wide_terminal(script: str) -> None:
     from common.output import WIDTH

@@ -85,6 +85,7 @@ ENTRY = {
     "check_vllm_server.py": ["--vllm-url", "http://127.0.0.1:1", "--deadline", "2"],
     "plan_training.py": ["--params", "7B", "--gpus", "1", "--gpu-memory-gib", "80"],
     "triage_log.py": [str(Path(__file__).parent / "fixtures" / "triage" / "oom-8-ranks.log")],
+    "find_fix.py": ["weight sync hangs at the first step", "--trl", "1.12.0"],
 }
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from triage import match
+from common import troubleshooting as match
 from triage.inputs import Request
 from triage_log import triage
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 import pytest
-from triage import find, match, read
+from common import troubleshooting as match
+from triage import find, patterns, read
 from triage.read import SourceStats
 
 from triage_helpers import OOM, interleave, watchdog
@@ -21,7 +22,8 @@ def index() -> match.Index:
 def triage_files(paths: Sequence[Path], index: match.Index) -> find.Choice:
     sources = read.make_sources([str(p) for p in paths])
     stats: List[SourceStats] = []
-    hits = read.iter_hits(sources, read.scanner(index.scan_tokens()), find.wants_context, 1 << 30, stats)
+    scanner = read.scanner(index.scan_tokens(patterns.SCAN_TOKENS))
+    hits = read.iter_hits(sources, scanner, find.wants_context, 1 << 30, stats)
     findings = find.collect(hits, sources)
     known = {
         shape

@@ -81,3 +81,39 @@ def test_check_mode_reports_a_stale_file(tmp_path: Path) -> None:
     stale = tmp_path / "index.json"
     stale.write_text("{}\n", encoding="utf-8")
     assert triage_index.main(["--check", "--output", str(stale)]) == 1
+
+
+def test_symptom_entries_are_indexed_by_their_words_without_a_quote(tmp_path: Path) -> None:
+    """The symptom index's layout, read tolerantly: a field with or without its colon inside the bold, a wrapped
+    item, an entry without Verify; entries without a message have no quote and keep their symptom and when."""
+    folder = tmp_path / "troubleshooting"
+    folder.mkdir()
+    (folder / "symptoms.md").write_text(
+        "# Symptoms\n\n### Reward flat on 8 GPUs (TRL ≥ 1.12)\n"
+        "- **Symptom:** the reward does not move and `frac_reward_zero_std` stays at 1.0, with\n"
+        "  `Some quoted warning text that is long` in the log\n"
+        "- **When**: GRPO, `num_generations=2`\n"
+        "- **Cause:** identical rewards per group (owner/repo#1).\n"
+        "- **Fix:** raise `temperature`.\n\n"
+        "### A heading with nothing under it\n\nJust prose.\n",
+        encoding="utf-8",
+    )
+    (entry,) = triage_index.parse_file(folder / "symptoms.md", tmp_path)
+    assert entry["kind"] == "symptom" and entry["quotes"] == [] and entry["scope"] == [["trl", "1.12", None]]
+    assert entry["symptom"].startswith("the reward does not move") and entry["when"].startswith("GRPO")
+    assert {"reward", "move", "frac_reward_zero_std"} <= set(entry["search"]["symptom"])
+    assert {"frac_reward_zero_std", "num_generations=2"} <= set(entry["search"]["terms"])
+    assert entry["verify"] == "" and "flat" in entry["search"]["heading"]
+
+
+def test_every_entry_of_the_text_is_indexed_and_release_history_rows_too(built: dict) -> None:
+    kinds = {e["kind"] for e in built["entries"]}
+    assert kinds == {"message", "prose", "symptom"}
+    assert all(e["search"]["heading"] and e["search"]["text"] for e in built["entries"] if e["kind"] != "symptom")
+    rows = built["rows"]
+    assert {r["heading"] for r in rows} >= {
+        "What to do on an older release",
+        "Messages on older releases instead of the quoted ones",
+    }
+    row = next(r for r in rows if r["cells"][0] == "TRL 1.11")
+    assert row["scope"] == [["trl", "1.11", "1.11"]] and row["columns"][0] == "TRL"

@@ -189,3 +189,28 @@ def test_upstream_fixes_after_the_given_release_follow_the_entry(tmp_path: Path)
     # a release that already ships every matching fix: no section
     newer = run_triage([str(log), "--json", "--trl", "1.9.0"], env={})
     assert json.loads(newer.stdout)["upstream_fixes"] is not None  # deepspeed's release is unknown: all matches
+
+
+@pytest.mark.parametrize(
+    ("trl", "label", "says"),
+    [("1.12.0", "TRL 1.11–1.16", "the trainer is rank 0"), ("1.9.0", "TRL ≤ 1.10", "the trainer connects to it")],
+)
+def test_a_weight_sync_socket_failure_names_its_entry_and_the_side_per_release(
+    tmp_path: Path, trl: str, label: str, says: str
+) -> None:
+    """NCCL's connect failure in the server log of a two-host server-mode run (in process: the pipeline itself)."""
+    from triage.inputs import Request
+    from triage_log import triage
+
+    log = tmp_path / "vllm-server.log"
+    log.write_text(
+        "INFO 05-01 12:00:01 [api_server.py:1] vLLM API server version 0.27.1\n"
+        "(Worker pid=311) gpu-b:311:402 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+        "192.168.7.21<52117> failed : Connection refused\n",
+        encoding="utf-8",
+    )
+    report = triage(Request((str(log),), {"trl": trl}, {"trl": "--trl"}, True, False, 1 << 20))
+    assert report["verdict"] == "known"
+    assert report["entry"]["file"] == "troubleshooting/multi-node.md"
+    assert report["entry"]["heading"] == "Weight sync cannot connect between trainer and server hosts"
+    assert report["variant"]["label"] == label and says in report["variant"]["text"]

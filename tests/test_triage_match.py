@@ -1,97 +1,34 @@
-"""Recognising messages (``scripts/triage/match.py``): every quoted message of the troubleshooting text and every
-upstream message of the facts index, the variant of an entry for a release, and the next command."""
+"""The triage's own use of the index (``scripts/triage/match.py``): the next command and the grep for a message.
+The matcher itself is tested in tests/test_common_troubleshooting.py."""
 
 from __future__ import annotations
 
 import re
 
-import pytest
+from common import troubleshooting
 from triage import match
 
 from conftest import SCRIPTS_DIR
 
 
-@pytest.fixture(scope="module")
-def index() -> match.Index:
-    return match.load_index()
-
-
-def _instance(fragments, filler: str = "x9") -> str:
-    """A log line that holds a message: its fragments joined by a value where the text varies."""
-    return f"[rank2]:ERROR 05-01 12:00:00 {filler} " + f" {filler} ".join(fragments) + f" {filler}"
-
-
-def test_every_quoted_message_is_recognised_as_its_own_entry(index: match.Index) -> None:
-    wrong = []
-    for e, entry in enumerate(index.entries):
-        for quote in entry["quotes"]:
-            found = index.matches(_instance(quote["fragments"]))
-            best = [m for m in found if m.message.kind == "entry"]
-            texts = {index.entries[m.message.ref]["quotes"][m.message.quote]["text"] for m in best[:1]}
-            same = [m for m in best if m.score == best[0].score] if best else []
-            if not best or (not any(m.message.ref == e for m in same) and quote["text"] not in texts):
-                wrong.append(f"{entry['file']}:{quote['line']}: {quote['text'][:60]}")
-    assert not wrong, wrong
-
-
-def test_every_upstream_message_is_recognised(index: match.Index) -> None:
-    missed = [
-        " … ".join(m["fragments"])[:80]
-        for u, m in enumerate(index.upstream)
-        if not any(x.message.kind == "upstream" and index.upstream[x.message.ref]["fragments"] == m["fragments"]
-                   for x in index.matches(_instance(m["fragments"])))
-    ]  # fmt: skip
-    assert not missed, missed[:10]
-
-
-def test_a_line_without_the_message_matches_nothing_of_it(index: match.Index) -> None:
-    found = index.matches("{'loss': 0.25, 'grad_norm': 1.5, 'learning_rate': 1e-06, 'epoch': 0.1}")
-    assert [m for m in found if m.message.kind == "entry"] == []
-
-
-def test_the_longer_quote_wins_over_a_shorter_one_it_contains(index: match.Index) -> None:
-    line = (
-        "ValueError: The vLLM server at http://10.1.2.3:8000 does not expose its development endpoints, which TRL "
-        "uses to synchronize weights. Restart it with VLLM_SERVER_DEV_MODE=1"
-    )
-    best = next(m for m in index.matches(line) if m.message.kind == "entry")
-    entry = index.entries[best.message.ref]
-    assert entry["file"] == "troubleshooting/vllm.md" and entry["heading"] == "Server lacks dev mode"
-
-
-def _entry(index: match.Index, file: str, heading: str) -> dict:
+def _entry(file: str, heading: str) -> dict:
+    index = troubleshooting.load_index()
     return next(e for e in index.entries if e["file"] == file and e["heading"] == heading)
 
 
-@pytest.mark.parametrize(
-    ("releases", "status", "says"),
-    [
-        ({"trl": "1.12.0"}, "variant", "TRL 1.11–1.15"),
-        ({"trl": "1.16.0", "vllm": "0.31.0"}, "holds", "TRL 1.11–1.16"),
-        ({"trl": "1.5.1"}, "outside", "release-history.md"),
-        ({}, "unknown", ""),
-    ],
-)
-def test_the_variant_follows_the_release(index: match.Index, releases: dict, status: str, says: str) -> None:
-    entry = _entry(index, "troubleshooting/vllm.md", "Server lacks dev mode")
-    verdict = match.variant_for(entry, entry["quotes"][0], releases)
-    assert verdict.status == status
-    assert says in verdict.label + verdict.text
-
-
-def test_next_command_fills_the_server_address(index: match.Index) -> None:
-    entry = _entry(index, "troubleshooting/vllm.md", "Trainer cannot reach the server")
+def test_next_command_fills_the_server_address() -> None:
+    entry = _entry("troubleshooting/vllm.md", "Trainer cannot reach the server")
     command = match.next_command(entry, "The vLLM server can't be reached at http://10.9.8.7:8000 after 240.0 s")
     assert "http://10.9.8.7:8000/health" in command
     assert match.next_command(None, "anything") == "python3 " + str(SCRIPTS_DIR / "check_optional_backends.py")
 
 
 def test_skill_relative_commands_name_the_scripts_by_absolute_path() -> None:
-    assert match.runnable("python3 scripts/plan_training.py --params 7B") == (
+    assert troubleshooting.runnable("python3 scripts/plan_training.py --params 7B") == (
         "python3 " + str(SCRIPTS_DIR / "plan_training.py") + " --params 7B"
     )
-    assert match.runnable("nvidia-smi") == "nvidia-smi"
-    assert match.runnable("curl -s http://h:8000/version") == "curl -s http://h:8000/version"
+    assert troubleshooting.runnable("nvidia-smi") == "nvidia-smi"
+    assert troubleshooting.runnable("curl -s http://h:8000/version") == "curl -s http://h:8000/version"
 
 
 def test_grep_command_takes_a_plain_run_of_the_message() -> None:
@@ -100,52 +37,3 @@ def test_grep_command_takes_a_plain_run_of_the_message() -> None:
     assert command == f'grep -rn -F "Expected all tensors to be on the same device" {folder}/'
     assert re.fullmatch(r'grep -rn -F "[^"$`\\]+" ' + re.escape(folder) + "/", command)
     assert match.grep_command("E 1 2 3") == ""
-
-
-def _entry_headings(index: match.Index, line: str) -> list:
-    return [index.entries[m.message.ref]["heading"] for m in index.matches(line) if m.message.kind == "entry"]
-
-
-def test_the_first_sentence_of_a_long_refusal_alone_is_recognised(index: match.Index) -> None:
-    line = "ValueError: When `padding_free=True` without packing, `max_length` is not enforced."
-    assert _entry_headings(index, line)[:1] == ["SFT padding-free without packing (TRL ≥ 1.0)"]
-
-
-def test_a_short_start_that_stops_before_the_first_sentence_ends_is_not_enough(index: match.Index) -> None:
-    # Cut inside the first sentence, and not at a clause end either: nothing of the refusal.
-    assert "SFT padding-free without packing (TRL ≥ 1.0)" not in _entry_headings(index, "When `padding_free=True` is")
-    assert _entry_headings(index, "No available memory") == []
-
-
-def test_a_line_that_is_only_the_leading_clause_of_a_quote_is_recognised(index: match.Index) -> None:
-    heading = "Liger fused loss under ZeRO-3 (TRL ≤ 1.8)"
-    assert _entry_headings(index, "size mismatch")[:1] == [heading]
-    assert _entry_headings(index, "RuntimeError: size mismatch")[:1] == [heading]
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        "RuntimeError: Error(s) in loading state_dict: size mismatch for lm_head.weight: copying a param with shape",
-        "size mismatch for model.embed_tokens.weight",
-        "Vocabulary size mismatch after resizing: tokenizer vocab size is 3, but model embedding size is 4.",
-        "ValueError: Hidden size mismatch: X has 4096, W has 2048",
-        "the batch had a size mismatch, got input of the wrong length",
-    ],
-)
-def test_other_text_that_holds_a_leading_clause_is_not_that_entry(index: match.Index, line: str) -> None:
-    assert "Liger fused loss under ZeRO-3 (TRL ≤ 1.8)" not in _entry_headings(index, line)
-
-
-def test_a_leading_clause_of_an_upstream_message_alone_is_not_recognised(index: match.Index) -> None:
-    # Upstream messages start with generic clauses ("Internal error, …"); only the text's own quotes get this rule.
-    assert [m for m in index.matches("Internal error") if m.message.kind == "upstream"] == []
-
-
-def test_the_leading_part_is_where_the_lookup_anchors(index: match.Index) -> None:
-    assert match.leading(["size mismatch, got input", "vec"]) == "size mismatch"
-    # The first MIN_PARTIAL characters, to a word end: a partial match holds at least those.
-    assert match.leading(["No available memory for the cache blocks. Try increasing"]) == (
-        "No available memory for the cache"
-    )
-    assert match.leading(["short", "rest"]) == "short"

@@ -34,6 +34,11 @@ SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
 if str(TOOLS_DIR) not in sys.path:
     sys.path.insert(0, str(TOOLS_DIR))
 
+if str(SKILL_DIR / "scripts") not in sys.path:
+    sys.path.insert(0, str(SKILL_DIR / "scripts"))
+
+from common.troubleshooting import search_words  # noqa: E402  (the lookup compares the same words)
+
 import claim_scopes  # noqa: E402
 from facts.delta import apply_delta  # noqa: E402
 
@@ -41,7 +46,10 @@ DEFAULT_OUTPUT = SKILL_DIR / "scripts" / "triage" / "index.json"
 DEFAULT_FACTS = REPO_ROOT / "tests" / "facts" / "upstream_facts.json"
 TROUBLESHOOTING = SKILL_DIR / "troubleshooting"
 COMMAND = "python3 tools/triage_index.py"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+FIELDS = ("symptom", "when", "cause", "fix", "verify")
+MAX_TERMS = 40
+ROWS_FILE = "troubleshooting/release-history.md"
 MIN_LITERAL = 12  # a message with less fixed text than this would match too much
 TEXT_CHARS = 360
 
@@ -123,6 +131,29 @@ class _Entry:
         self.quotes: List[Dict[str, Any]] = []
         self.variants: List[Dict[str, Any]] = []
         self.fields: Dict[str, str] = {}
+        self.prose: List[str] = []  # the section's other lines: list items and paragraphs that are not fields
+
+    def kind(self) -> str:
+        """``symptom`` (a failure without a message: troubleshooting/symptoms.md), ``message`` (quotes one) or
+        ``prose`` (an entry that names its failure in words only)."""
+        if "symptom" in self.fields:
+            return "symptom"
+        return "message" if self.quotes else "prose"
+
+    def search(self) -> Dict[str, Any]:
+        """What the lookup ranks on: the heading's words, the symptom's and when's words, every other word of the
+        section (fields, variants, quotes, prose), and its backticked terms (config keys, flags, variables)."""
+        texts = [self.fields.get(name, "") for name in ("cause", "fix", "verify")]
+        texts += [v["text"] for v in self.variants] + [q["text"] for q in self.quotes] + self.prose
+        symptom = " ".join(self.fields.get(name, "") for name in ("symptom", "when"))
+        spans = [m.group(2).strip() for t in [symptom, *texts] for m in _SPAN_RE.finditer(t)]
+        terms = sorted({t for t in spans if _is_term(t)})[:MAX_TERMS]
+        return {
+            "heading": sorted(set(search_words(_unticked(self.heading)))),
+            "symptom": sorted(set(search_words(_unticked(symptom)))),
+            "text": sorted(set(search_words(_unticked(" ".join(texts))))),
+            "terms": terms,
+        }
 
     def as_dict(self) -> Dict[str, Any]:
         verify = self.fields.get("verify", "")
@@ -133,6 +164,7 @@ class _Entry:
         return {
             "file": self.path,
             "heading": self.heading,
+            "kind": self.kind(),
             "line": self.line,
             "scope": _scope_ranges(self.heading),
             "window": self.window,
@@ -141,8 +173,27 @@ class _Entry:
             "cause": _clip(self.fields.get("cause", "")),
             "fix": _clip(fix),
             "verify": _clip(verify),
+            "symptom": _clip(self.fields.get("symptom", "")),
+            "when": _clip(self.fields.get("when", "")),
             "commands": commands,
+            "search": self.search(),
         }
+
+
+_TERM_RE = re.compile(
+    r"^(?:--?[a-z][\w-]*(?:[= ].*)?|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+(?:=.*)?|[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?:=.*)?)$"
+)
+
+
+def _is_term(span: str) -> bool:
+    """A backticked config key, flag or variable (``vllm_group_port``, ``--max-lora-rank``, ``NCCL_SOCKET_IFNAME``)."""
+    return len(span) <= 60 and bool(_TERM_RE.match(span))
+
+
+def _unticked(text: str) -> str:
+    """Markdown emphasis and links reduced to their words."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return text.replace("**", " ").replace("`", " ")
 
 
 def _items(lines: List[Tuple[int, str]]) -> List[Tuple[int, str]]:
@@ -166,7 +217,7 @@ def _window(text: str) -> List[List[Optional[str]]]:
 
 
 def parse_file(path: Path, root: Path) -> List[Dict[str, Any]]:
-    """The entries of one troubleshooting file that quote at least one message."""
+    """The entries of one troubleshooting file: sections that quote a message or carry a symptom, cause or fix."""
     rel = path.relative_to(root).as_posix()
     text = path.read_text(encoding="utf-8")
     window = _window(text)
@@ -182,9 +233,10 @@ def parse_file(path: Path, root: Path) -> List[Dict[str, Any]]:
         for number, item in _items(body):
             field = _FIELD_RE.match(item)
             if not field:
+                current.prose.append(item)
                 continue
             name, rest = field.group(1).strip(), field.group(2)
-            if name.lower() in ("cause", "fix", "verify"):
+            if name.lower() in FIELDS:
                 current.fields[name.lower()] = rest
                 continue
             ranges = _scope_ranges(name)
@@ -201,6 +253,8 @@ def parse_file(path: Path, root: Path) -> List[Dict[str, Any]]:
         for number, row in body:
             if row.startswith("- ") and _FIELD_RE.match(row[2:]):
                 continue  # fields and variants, read above
+            if row.strip() and not row.startswith(("- ", "  ")):
+                current.prose.append(row.strip())  # a paragraph or table row (list items were read above)
             for span in _SPAN_RE.finditer(row):
                 message = span.group(2).strip()
                 pieces = fragments(message, re.compile("…"))
@@ -211,7 +265,9 @@ def parse_file(path: Path, root: Path) -> List[Dict[str, Any]]:
                 current.quotes.append(
                     {"text": message, "fragments": pieces, "scope": _scope_ranges(row), "line": number, "prose": True}
                 )
-        if current.quotes:
+        if "symptom" in current.fields:
+            current.quotes = []  # a failure without a message: found by its words, never by a log line
+        if current.quotes or any(name in current.fields for name in ("symptom", "cause", "fix")):
             entries.append(current)
 
     for number, line in enumerate(text.splitlines(), 1):
@@ -261,6 +317,55 @@ def parse_file(path: Path, root: Path) -> List[Dict[str, Any]]:
     return [entry.as_dict() for entry in entries]
 
 
+_ROW_RE = re.compile(r"^\|(.*)\|\s*$")
+_RULE_ROW_RE = re.compile(r"^\|[\s:|-]+\|\s*$")
+ROW_CHARS = 700
+
+
+def parse_rows(path: Path, root: Path) -> List[Dict[str, Any]]:
+    """The table rows of the release history, each with its table's heading and column names, its cells, the
+    release scope its first cell names and its words: the lookup ranks them beside the entries."""
+    rel = path.relative_to(root).as_posix()
+    rows: List[Dict[str, Any]] = []
+    heading = ""
+    columns: List[str] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        title = _HEADING_RE.match(line)
+        if title:
+            heading, columns = title.group(2).strip(), []
+            continue
+        row = _ROW_RE.match(line)
+        if not row or heading.startswith("Versions"):
+            if not line.strip():
+                columns = []
+            continue
+        if _RULE_ROW_RE.match(line):
+            continue
+        cells = [cell.strip() for cell in row.group(1).split(" | ")]
+        if not columns:
+            columns = cells
+            continue
+        text = " ".join(cells)
+        spans = [m.group(2).strip() for m in _SPAN_RE.finditer(text)]
+        rows.append(
+            {
+                "file": rel,
+                "heading": heading,
+                "line": number,
+                "columns": columns,
+                "cells": [_clip(cell, ROW_CHARS) for cell in cells],
+                "scope": _scope_ranges(cells[0]),
+                "search": {
+                    "heading": sorted(set(search_words(_unticked(cells[0])))),
+                    "symptom": [],
+                    "text": sorted(set(search_words(_unticked(text + " " + heading)))),
+                    "terms": sorted({t for t in spans if _is_term(t)})[:MAX_TERMS],
+                },
+            }
+        )
+    return rows
+
+
 def upstream_messages(facts_path: Path) -> List[Dict[str, Any]]:
     """Every message template of the facts index, once per text, with its package and the releases holding it."""
     facts = json.loads(facts_path.read_text(encoding="utf-8"))
@@ -293,6 +398,7 @@ def build_index(root: Path = SKILL_DIR, facts: Path = DEFAULT_FACTS) -> Dict[str
         "schema_version": SCHEMA_VERSION,
         "generated_by": COMMAND,
         "entries": entries,
+        "rows": parse_rows(root / ROWS_FILE, root),
         "upstream": upstream_messages(facts),
     }
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Dict, List, Optional
+
+from common.troubleshooting import runnable
 
 from fixes.search import SearchResult
 
@@ -23,6 +25,23 @@ def text_lines(result: SearchResult, width: int = 100) -> List[str]:
     for note in result.notes:
         lines.append(_clip(f"  {note}", width))
     return lines
+
+
+def summary(result: SearchResult) -> Optional[Dict[str, Any]]:
+    """The plain-data form both commands put under ``upstream_fixes`` (None when no fix matched): the fixes, the
+    releases to move to with their install-planner lines (runnable from any folder), and the text lines."""
+    if not result.fixes:
+        return None
+    return {
+        "fixes": [
+            {"package": f.package, "release": f.release, "pr": f.pr, "title": f.title, "broken_from": f.broken_from}
+            for f in result.fixes
+        ],
+        "moves": [{"package": m.package, "release": m.release, "command": runnable(m.command)} for m in result.moves],
+        "lines": [
+            "    " + runnable(line.strip()) if line.startswith("    python3 ") else line for line in text_lines(result)
+        ],
+    }
 
 
 def _clip(text: str, width: int) -> str:

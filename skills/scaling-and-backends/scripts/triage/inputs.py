@@ -5,17 +5,14 @@ Releases come, in this order, from ``--trl``/``--vllm``, from a diagnostic repor
 
 from __future__ import annotations
 
-import re
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from common.read import InputError, read_text
-from common.values import InvalidValue, load_json, short
+from common.troubleshooting import ReleaseError, release_value
+from common.troubleshooting import report_releases as read_report_releases
 
 MAX_MIB = 4096
 DEFAULT_MIB = 1024
-REPORT_LIMIT = 8 * 1024 * 1024
 MAX_SOURCES = 256
-_VERSION = re.compile(r"^v?\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:rc|a|b|\.post|\.dev)\d{1,6})?(?:\+[A-Za-z0-9.]{1,40})?$")
 
 
 class TriageInputError(Exception):
@@ -31,33 +28,12 @@ class Request(NamedTuple):
     limit_bytes: int
 
 
-def _version(value: Optional[str], flag: str) -> Optional[str]:
-    if value is None:
-        return None
-    text = value.strip()
-    if not _VERSION.match(text):
-        raise TriageInputError(f"{flag} must be a release number such as 1.12.0, not {short(value)}")
-    return text.lstrip("v")
-
-
 def report_releases(path: str) -> Dict[str, str]:
     """trl and vllm versions from a diagnostic JSON report (``packages.<id>.version``)."""
     try:
-        data = load_json(read_text(path, REPORT_LIMIT), f"--report {path}", max_bytes=REPORT_LIMIT)
-    except InputError as error:
-        raise TriageInputError(f"--report {error.path}: {error.reason}") from None
-    except InvalidValue as error:
+        return read_report_releases(path)
+    except ReleaseError as error:
         raise TriageInputError(str(error)) from None
-    packages = data.get("packages") if isinstance(data, dict) else None
-    if not isinstance(packages, dict):
-        raise TriageInputError(f"--report {path}: not a check_optional_backends.py --json report (no packages)")
-    found: Dict[str, str] = {}
-    for package in ("trl", "vllm"):
-        info: Any = packages.get(package)
-        version = info.get("version") if isinstance(info, dict) else None
-        if isinstance(version, str) and _VERSION.match(version.strip()):
-            found[package] = version.strip()
-    return found
 
 
 def build_request(
@@ -81,7 +57,10 @@ def build_request(
         for package, version in report_releases(report).items():
             releases[package], origin[package] = version, "--report"
     for package, value, flag in (("trl", trl, "--trl"), ("vllm", vllm, "--vllm")):
-        version = _version(value, flag)
+        try:
+            version = release_value(value, flag)
+        except ReleaseError as error:
+            raise TriageInputError(str(error)) from None
         if version:
             releases[package], origin[package] = version, flag
     if not isinstance(max_mib, int) or not 1 <= max_mib <= MAX_MIB:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from common.troubleshooting import EXCEPTION_LINE  # the matcher's exception-line form, shared with the lookup
+
 # Byte strings that a line worth reading holds (case-sensitive, searched in bulk over each piece of the log). A line
 # without any of them is never decoded. The bulk search costs in proportion to how often a token's FIRST byte occurs
 # in the log, so tokens start with capitals or rare bytes where they can (a space or a common lower-case letter
@@ -94,10 +96,6 @@ def _seconds(month: int, day: int, hour: int, minute: int, second: int, frac: Op
     return value
 
 
-# An exception line: "ValueError: …", "torch.OutOfMemoryError: …", "RuntimeError", "[rank0]: …Error: …".
-EXCEPTION_LINE = re.compile(
-    r"^\s*(?:[A-Za-z_][\w]*\.)*(?P<type>[A-Z][\w]*(?:Error|Exception|Exit|Interrupt|Failure))(?::\s(?P<msg>.*)|\s*$)"
-)
 TRACEBACK_START = "Traceback (most recent call last):"
 
 # Lines that are only a consequence of a failure elsewhere (another rank died, the launcher tears the job down). They

@@ -6,10 +6,11 @@ import re
 from typing import Any, Dict, List, Optional, Sequence
 
 from common.output import WIDTH, clip, fit_width
+from common.troubleshooting import RELEASE_HISTORY, Index, Match, Verdict, runnable, variant_for
 
 from triage import patterns
 from triage.find import Choice, Findings, Group
-from triage.match import RELEASE_HISTORY, Index, Match, Verdict, grep_command, next_command, runnable, variant_for
+from triage.match import grep_command, next_command
 from triage.read import Source, SourceStats
 
 SCHEMA_VERSION = 1
