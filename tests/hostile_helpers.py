@@ -35,6 +35,8 @@ SCRIPTS = {
     "plan": SKILL_DIR / "scripts" / "plan_training.py",
     "vllm": SKILL_DIR / "scripts" / "check_vllm_server.py",
     "nodes": SKILL_DIR / "scripts" / "compare_nodes.py",
+    "install": SKILL_DIR / "scripts" / "plan_install.py",
+    "triage": SKILL_DIR / "scripts" / "triage_log.py",
 }
 PROG = {key: path.name for key, path in SCRIPTS.items()}
 MAX_RSS_BYTES = 256 * 1024 * 1024

@@ -11,6 +11,7 @@ distribution on PYTHONPATH.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -269,6 +270,54 @@ def test_refused_port_returns_fast(servers):
     assert report["servers"][0]["requests"][0]["error"] == "refused"
     assert "refused" in finding(report, "unreachable")["message"]
     assert elapsed < 5
+
+
+class _Dropper:
+    """A loopback listener that accepts each connection, reads the request, then resets it (SO_LINGER 0: an RST) or
+    closes it without a byte of answer."""
+
+    def __init__(self, reset: bool) -> None:
+        import struct
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.linger = struct.pack("ii", 1, 0) if reset else None
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                with contextlib.suppress(OSError):
+                    conn.recv(4096)
+                if self.linger:
+                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, self.linger)
+
+
+def test_a_reset_or_a_close_without_answer_is_connection_reset_not_unreachable():
+    """Issue 27: something listened and took the connection; only a refused port (nothing listens) is unreachable."""
+    droppers = [_Dropper(reset=True), _Dropper(reset=False)]
+    refused = f"http://127.0.0.1:{free_port()}"
+    try:
+        args = [arg for d in droppers for arg in ("--vllm-url", d.url)]
+        report, _proc, _ = run_json(*args, "--vllm-url", refused, "--timeout", "3")
+        text, _ = run_check(*args, "--timeout", "3")
+    finally:
+        for dropper in droppers:
+            dropper.sock.close()
+    for dropper in droppers:
+        message = finding(report, "connection-reset", dropper.url)["message"]
+        assert "connection reset by the server (it accepted the connection, then closed it)" in message
+        assert f"{dropper.url}  FAIL: connection reset by the server" in text.stdout
+    assert finding(report, "unreachable", refused)["server"] == refused
+    assert "unreachable" not in " ".join(f["id"] for f in report["findings"] if f["server"] != refused)
 
 
 def test_slow_server_is_cut_at_the_request_timeout(servers):

@@ -106,6 +106,25 @@ def test_garbage_never_raises(monkeypatch, use_packaging, garbage):
     assert versions.compare_versions(garbage, "1.0") is None or garbage == ""
 
 
+@pytest.mark.parametrize("use_packaging", [True, False])
+def test_absurdly_long_versions_are_unparsable_never_an_error(monkeypatch, use_packaging):
+    """Issue 27: packaging and int() raise ValueError on a 5,000-digit number; every entry point says None instead."""
+    monkeypatch.setattr(versions, "HAVE_PACKAGING", use_packaging)
+    for digits in ("9" * 41, "9" * 5000):
+        for text in (digits, f"1.{digits}", f"1.0rc{digits}", f"1.0.post{digits}", f"{digits}!1.0", f"1.0+{digits}"):
+            assert versions.version_key(text) is None and not versions.is_valid_version(text)
+            assert versions.compare_versions(text, "1.0") is None
+            assert versions.specifier_contains(">=1.0", text) is None
+            assert versions.specifier_contains(f"=={text}", "1.0") is None
+            assert versions.specifier_contains(f"~={text}", "1.0") is None
+        assert versions.parse_requirement(f"trl=={digits}") is None
+        assert versions.evaluate_marker(f'python_version >= "{digits}"') is None
+    assert versions.version_key("1." + "0" * 300) is None  # over 256 characters
+    huge = "99999999999999999999.0.0"  # 20 digits: a version, and newer than any release
+    assert versions.compare_versions(huge, "1.16.0") == 1
+    assert versions.specifier_contains(f">{'9' * 19}", huge) is True
+
+
 def test_base_version_drops_local_label():
     assert versions.base_version("0.31.0+cu129") == "0.31.0"
     assert versions.base_version("not a version") is None

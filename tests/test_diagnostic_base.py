@@ -54,3 +54,11 @@ def test_sanitize_masks_the_home_and_scrubs_secrets_everywhere() -> None:
         "n": 3,
     }
     assert base.sanitize(report, None, []) == report
+
+
+def test_version_tuple_stops_at_a_part_int_cannot_read() -> None:
+    """Issue 27: 5,000 digits and a superscript digit ("²".isdigit() is True) end the release, never raise."""
+    assert base.version_tuple("550.54.15") == (550, 54, 15)
+    assert base.version_tuple("12." + "9" * 5000) == (12,)
+    assert base.version_tuple("9" * 5000) == ()
+    assert base.version_tuple("12.\u00b2") == (12,)

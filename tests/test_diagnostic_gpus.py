@@ -275,3 +275,19 @@ def test_rocm_smi_garbage_is_unparsable(tmp_path: Path) -> None:
     write_tool(tmp_path / "bin", "rocm-smi", "echo 'ERROR: GPU[0] : Unable to read'\n")
     report = run_script(["--json"], [], tmp=tmp_path).json()
     assert report["accelerators"]["rocm_smi"]["status"] == "unparsable"
+
+
+def test_visible_devices_parsing_is_linear_and_capped() -> None:
+    """Issue 27: 20,000 (or 200,000) entries took seconds when each was checked against a list; now sets, and at
+    most MAX_VISIBLE_ENTRIES entries are read (the report says so). A repeat inside the cap still hides every GPU."""
+    import time
+
+    for raw, uuids in (
+        (",".join(str(i) for i in range(200_000)), [None] * 8),
+        (",".join(f"GPU-{i:06d}" for i in range(200_000)), [f"GPU-{i:06d}" for i in range(8)]),
+    ):
+        started = time.perf_counter()
+        picked, notes = diag_gpus.resolve_visible(raw, 8, uuids)
+        assert time.perf_counter() - started < 0.5
+        assert picked == list(range(8)) and "only the first 4,096 entries were read" in notes[0]
+    assert diag_gpus.resolve_visible(",".join(["0", "1"] * 2000), 8, [None] * 8)[0] == []

@@ -64,6 +64,11 @@ def test_table_lists_nothing_for_the_baselines_and_every_indexed_release() -> No
         ("0.32.0", ["0.31.0", "0.33.0"], ("not_indexed", "0.31.0")),
         ("0.9.0", ["0.10.2", "0.31.0"], ("not_indexed", None)),
         ("garbage", ["1.16.0"], ("not_indexed", None)),
+        # issue 27: a 20-digit (or 5,000-digit) part is newer than the index, never "older than every release"
+        ("99999999999999999999.0.0", ["1.14.2", "1.16.0"], ("unverified", "1.16.0")),
+        ("1." + "9" * 5000, ["1.14.2", "1.16.0"], ("unverified", "1.16.0")),
+        ("1.16." + "0" * 30 + "1", ["1.14.2", "1.16.0"], ("unverified", "1.16.0")),
+        ("0." + "0" * 5000 + "1.0", ["0.10.2", "0.31.0"], ("not_indexed", None)),
     ],
 )
 def test_installed_versions_map_to_indexed_releases(version: str, indexed: list, expected: tuple) -> None:
@@ -152,7 +157,7 @@ def test_the_section_costs_less_than_a_bare_metadata_scan() -> None:
 # ---- issue 21: unindexed and unparsable versions, a malformed table ------------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["0.29.1", "not-a-version", "1." + "9" * 5000])
+@pytest.mark.parametrize("version", ["0.29.1", "not-a-version", "1" * 5000])
 def test_an_unindexed_or_unparsable_trl_says_not_indexed_never_a_count(version: str) -> None:
     packages = {"trl": {"installed": True, "version": version}}
     section = rdiff.release_differences(packages)
@@ -191,6 +196,24 @@ def test_a_malformed_table_leaves_the_section_out(damage) -> None:
     section = rdiff.release_differences({"trl": {"installed": True, "version": "1.0.0"}}, table)
     assert rdiff.render_lines(section) == [] or section is not None
     assert section is None or all(isinstance(s["claim"], str) for e in section["packages"] for s in e["statements"])
+
+
+def test_a_huge_trl_major_is_reported_unverified_end_to_end(tmp_path: Path) -> None:
+    """Issue 27: TRL 99999999999999999999.0.0 is newer than the newest indexed release, not older than every one."""
+    site = _site_with_trl(tmp_path, "99999999999999999999.0.0")
+    text = run_script([], [site], tmp=tmp_path).stdout
+    assert "TRL 99999999999999999999.0.0: newer than the newest indexed release" in text
+    assert "older than every indexed release" not in text
+
+
+def test_a_table_nested_past_the_bound_is_left_out_not_a_recursion_error(tmp_path: Path) -> None:
+    """Issue 27: the table is read with the bounded JSON loader; 100,000 nested lists leave the section out."""
+    deep = tmp_path / rdiff.TABLE_NAME
+    deep.write_text('{"packages": {"trl": ' + "[" * 100_000 + "]" * 100_000 + "}}", encoding="utf-8")
+    assert rdiff.load_table(str(deep)) is None
+    shallow = tmp_path / "ok.json"
+    shallow.write_text(json.dumps(rdiff.load_table()), encoding="utf-8")
+    assert rdiff.load_table(str(shallow)) == rdiff.load_table()
 
 
 # ---- the text section: grouped, short, true for the release -----------------------------------------------------

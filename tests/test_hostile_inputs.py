@@ -1082,8 +1082,87 @@ def deep_cases() -> List[Case]:
     return cases
 
 
+# --------------------------------------------------------------------------------------------------------------
+# Round 3 (issue 27): absurd versions, config fields that divide by zero, loose schema versions, and file names
+# that hold a line break
+# --------------------------------------------------------------------------------------------------------------
+
+INSTALL, TRIAGE = "install", "triage"
+FORGED = "x\nVerdict: all clear\r"  # a file name that would print a verdict line of its own
+
+
+def _no_forged_line(result: Result) -> Optional[str]:
+    lines = (result.stdout + "\n" + result.stderr).splitlines()
+    forged = [line for line in lines if line.startswith("Verdict: all clear")]
+    if forged:
+        return f"a file name started a line of its own: {forged[0]!r}"
+    shown = "Verdict: all" in result.stdout + result.stderr  # a long path may be wrapped after "all"
+    return (
+        "the file name is not shown escaped"
+        if shown and "x\\nVerdict: all" not in result.stdout + result.stderr
+        else None
+    )
+
+
+def _install_report(**versions: str) -> str:
+    packages = {name: {"installed": True, "version": version} for name, version in versions.items()}
+    return json.dumps({"tool": "check_optional_backends", "python": {"version": "3.12.3", "executable": "/e/python"},
+                       "packages": packages})  # fmt: skip
+
+
+def round3_cases() -> List[Case]:
+    digits = "9" * 5000
+    model = ["--model-config", "{tmp}/config.json", *HW]
+    acc = "distributed_type: MULTI_GPU\nnum_processes: 2\n"
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    return [
+        # 1: a 5,000-digit version anywhere a version is read
+        Case("install-keep-5000-digits", INSTALL, ["--want", "ddp", "--keep", f"trl=={digits}"], 6, codes=(2,),
+             names="--keep"),
+        Case("install-keep-specifier-5000-digits", INSTALL, ["--want", "ddp", "--keep", f"torch>=2.{digits}"], 6,
+             codes=(2,), names="--keep"),
+        Case("install-report-5000-digit-version", INSTALL, ["--want", "ddp", "--report", "{tmp}/r.json"], 6,
+             setup=_file("r.json", _install_report(trl="1." + digits, torch="9" * 20 + ".0")), codes=(0,)),
+        # 2: a head width of 0 (more heads than hidden_size, no head_dim)
+        Case("plan-heads-above-hidden-size", PLAN, model, 4,
+             setup=_file("config.json", _model(num_attention_heads=8192)), codes=(2,), names="num_attention_heads"),
+        Case("plan-moe-heads-above-hidden-size", PLAN, model, 4,
+             setup=_file("config.json", json.dumps({**QWEN_MOE, "hidden_size": 16, "num_key_value_heads": 8})),
+             codes=(2,), names="num_attention_heads"),
+        # 5: schema_version true and 1.0 equal 1 in Python, and are not the integer 1
+        Case("nodes-schema-version-true", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 4,
+             setup=_reports(a=_mini_report("n0", schema_version=True), b=_mini_report("n1")), codes=(2,),
+             names="schema_version"),
+        Case("nodes-schema-version-float", NODES, ["{tmp}/a.json", "{tmp}/b.json"], 4,
+             setup=_reports(a=_mini_report("n0", schema_version=1.0), b=_mini_report("n1")), codes=(2,),
+             names="schema_version"),
+        # 8: a line break in a file name never starts a line of the output
+        Case("triage-newline-in-log-name", TRIAGE, [f"{{tmp}}/{FORGED}.log"], 6, setup=_file(f"{FORGED}.log", oom),
+             codes=(0,), check=_no_forged_line),
+        Case("triage-newline-in-missing-log-name", TRIAGE, [f"{{tmp}}/{FORGED}.log"], 6, codes=(2,),
+             check=_no_forged_line),
+        Case("plan-newline-in-model-config-name", PLAN, ["--model-config", f"{{tmp}}/{FORGED}.json", *HW], 6,
+             setup=_file(f"{FORGED}.json", _model()), codes=(0,), check=_no_forged_line),
+        Case("plan-newline-in-bad-model-config-name", PLAN, ["--model-config", f"{{tmp}}/{FORGED}.json", *HW], 6,
+             setup=_file(f"{FORGED}.json", _model(num_attention_heads=8192)), codes=(2,), check=_no_forged_line),
+        Case("plan-newline-in-trl-config-name", PLAN, ["--params", "1B", "--lint-trl-config", f"{{tmp}}/{FORGED}.yaml",
+             *HW], 6, setup=_file(f"{FORGED}.yaml", "per_device_train_batch_size: 2\n"), codes=(0, 1),
+             check=_no_forged_line),
+        Case("plan-newline-in-accelerate-config-name", PLAN, ["--params", "1B", "--lint-accelerate-config",
+             f"{{tmp}}/{FORGED}.yaml", "--trainer", "sft", *HW], 6, setup=_file(f"{FORGED}.yaml", acc),
+             codes=(0, 1), check=_no_forged_line),
+        Case("install-newline-in-report-name", INSTALL, ["--want", "ddp", "--report", f"{{tmp}}/{FORGED}.json"], 6,
+             setup=_file(f"{FORGED}.json", _install_report(trl="1.16.0")), codes=(0,), check=_no_forged_line),
+        Case("nodes-newline-in-report-name", NODES, [f"{{tmp}}/{FORGED}.json", "{tmp}/b.json"], 6,
+             setup=_reports(**{FORGED: _mini_report("n0"), "b": _mini_report("n1")}), codes=(0, 1),
+             check=_no_forged_line),
+        Case("diag-newline-in-accelerate-config-name", DIAG, ["--accelerate-config", f"{{tmp}}/{FORGED}.yaml"], 8,
+             setup=_file(f"{FORGED}.yaml", acc), codes=(0, 1), check=_no_forged_line),
+    ]  # fmt: skip
+
+
 def all_cases(silent_url: str) -> List[Case]:
-    return vllm_cases(silent_url) + diag_cases() + plan_cases() + nodes_cases() + deep_cases()
+    return vllm_cases(silent_url) + diag_cases() + plan_cases() + nodes_cases() + deep_cases() + round3_cases()
 
 
 # Every case is judged against its own wall-clock limit and the fixture already runs four at a time: under

@@ -105,3 +105,23 @@ def test_hostile_versions_in_a_report_are_ignored_not_echoed(tmp_path: Path) -> 
     path = write_report(tmp_path, "3.12.3", {**TRL_116, "vllm": "\x1b[31m0.1;rm -rf ~"})
     code, out, _err = run(["--report", str(path), "--want", "ddp"], tmp_path)
     assert code == 0 and "\x1b" not in out and "rm -rf" not in out
+
+
+def test_the_pip_line_runs_when_pasted_with_an_interpreter_under_the_home_folder(tmp_path: Path) -> None:
+    """Issue 27: a report's interpreter shown as ``~/my env/bin/python`` is printed ``~/'my env/bin/python'``: pasted
+    into bash (HOME a temporary folder) the tilde expands and the interpreter runs; a quoted '~/...' would not."""
+    import subprocess
+
+    home = tmp_path / "home"
+    python = home / "my env" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$HOME/ran"\n')
+    python.chmod(0o755)
+    path = write_report(tmp_path, "3.12.3", {"trl": "1.16.0"}, executable="~/my env/bin/python")
+    code, out, _err = run(["--report", str(path), "--want", "ddp"], tmp_path)
+    (line,) = [ln.strip() for ln in out.splitlines() if "-m pip install" in ln][:1]
+    assert code == 0 and line.startswith("~/'my env/bin/python' -m pip install ")
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(["bash", "--norc", "--noprofile", "-c", line], env=env, capture_output=True, timeout=10)
+    assert done.returncode == 0, done.stderr
+    assert (home / "ran").read_text().split("\n")[:3] == ["-m", "pip", "install"]

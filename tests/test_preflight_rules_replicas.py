@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from preflight import rules_server as vrules
+
 from fake_vllm_server import model_list, server_info
 from vllm_helpers import by_id, ids, lora, replicas, snapshot
 
@@ -41,3 +43,14 @@ def test_replicas_must_agree_on_model_and_lora_limits():
 def test_agreeing_replicas_give_only_the_fanout_note():
     findings = replicas(snapshot("http://a:8000"), snapshot("http://b:8000"))
     assert ids(findings) == ["proxy-fanout"]
+
+
+def test_a_policy_adapter_numbered_with_5000_digits_is_no_policy_version():
+    """Issue 27: int() refuses 5,000 digits; such a name is not one of TRL's policy adapters, never a crash. (A model
+    card id is capped at 256 characters before this rule reads it; the rule does not rely on that.)"""
+    assert vrules.policy_version("trl-policy-v" + "9" * 5000) is None
+    assert vrules.policy_version("trl-policy-v" + "9" * 41) is None and vrules.policy_version("trl-policy-v12") == 12
+    a = snapshot("http://a:8000", adapters=("trl-policy-v" + "9" * 60, "trl-policy-v7"))
+    b = snapshot("http://b:8000", adapters=("trl-policy-v7",))
+    finding = by_id(replicas(a, b), "adapter-missing-on-replica")
+    assert finding.server == "http://b:8000" and "trl-policy-v999" in finding.message

@@ -399,7 +399,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except PlanInputError as exc:
         if flags.json:
             emit(dumps_strict(error_dict(str(exc))))
-        sys.stderr.write(f"plan_training.py: error: {one_line(str(exc), 400)}\n")
+        sys.stderr.write(f"plan_training.py: error: {one_line(escape_controls(str(exc)), 400)}\n")
         return 2
     if request.json:
         emit(dumps_strict(report.result))

@@ -25,7 +25,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from common.output import HelpFormatter, dumps_strict, emit, run_cli  # noqa: E402
+from common.output import HelpFormatter, dumps_strict, emit, escape_controls, run_cli  # noqa: E402
 from common.troubleshooting import Index, IndexUnreadable, Match, load_index  # noqa: E402
 from common.values import bounded_int  # noqa: E402
 from fixes.load import IndexUnreadable as FixIndexUnreadable  # noqa: E402
@@ -161,9 +161,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
         report = triage(request)
     except TriageInputError as error:
-        parser.error(str(error))
+        parser.error(escape_controls(str(error)))
     except InputError as error:
-        parser.error(f"{error.path}: {error.reason}")
+        parser.error(escape_controls(f"{error.path}: {error.reason}"))
     except IndexUnreadable as error:
         parser.exit(2, f"triage_log.py: error: {error}\n")
     if request.json:

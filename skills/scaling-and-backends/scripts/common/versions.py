@@ -60,6 +60,18 @@ _VERSION_RE = re.compile(
     \s*$""",
     re.VERBOSE | re.IGNORECASE,
 )
+# A version or specifier past these bounds is not one this bundle reads: ``packaging`` (and ``int()``) raise
+# ValueError on a 5,000-digit number, and no release has a number over 40 digits or a version over 256 characters.
+MAX_VERSION_CHARS = 256
+MAX_NUMBER_DIGITS = 40
+_LONG_NUMBER = re.compile(rf"\d{{{MAX_NUMBER_DIGITS + 1}}}")
+
+
+def oversized(text: str) -> bool:
+    """True when ``text`` is too long to be a version or specifier, or holds a number of more than 40 digits."""
+    return len(text) > MAX_VERSION_CHARS or _LONG_NUMBER.search(text) is not None
+
+
 _PRE_ORDER = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
 
 VersionKey = Tuple[
@@ -76,6 +88,8 @@ def normalize_name(name: str) -> str:
 
 
 def _fallback_key(text: str) -> Optional[VersionKey]:
+    if oversized(text):
+        return None
     match = _VERSION_RE.match(text)
     if not match:
         return None
@@ -108,7 +122,9 @@ def is_valid_version(text: str) -> bool:
 
 
 def version_key(text: str) -> Optional[object]:
-    """A sortable key for a version string, or ``None`` if it does not parse."""
+    """A sortable key for a version string, or ``None`` if it does not parse (or is :func:`oversized`)."""
+    if not isinstance(text, str) or oversized(text):
+        return None
     pkg = _packaging()
     if pkg is not None:
         try:
@@ -216,7 +232,7 @@ def specifier_contains(specifier: str, version: str, allow_prereleases: bool = T
     specifier = (specifier or "").strip()
     if not specifier:
         return True
-    if version_key(version) is None:
+    if version_key(version) is None or len(specifier) > 4 * MAX_VERSION_CHARS or _LONG_NUMBER.search(specifier):
         return None
     pkg = _packaging()
     if pkg is not None:
@@ -267,8 +283,8 @@ _REQ_RE = re.compile(
 def parse_requirement(line: str) -> Optional[Requirement]:
     """Parse a PEP 508 requirement line; ``None`` if it is malformed."""
     line = (line or "").strip()
-    if not line:
-        return None
+    if not line or _LONG_NUMBER.search(line):
+        return None  # a 5,000-digit version in a pin or marker is no requirement (packaging would raise on it)
     pkg = _packaging()
     if pkg is not None:
         try:
@@ -417,6 +433,8 @@ def evaluate_marker(marker: str, extra: Optional[str] = None, python_version: Op
     on is this process's."""
     if not marker:
         return True
+    if _LONG_NUMBER.search(marker):
+        return None
     pkg = _packaging()
     key = (marker, extra, python_version, pkg is not None)
     if key not in _MARKER_RESULTS:

@@ -124,8 +124,8 @@ def version_tuple(text: Optional[str]) -> Tuple[int, ...]:
     """Leading numeric release parts of a version-like string ("550.54.15" -> (550, 54, 15))."""
     parts = []
     for piece in re.split(r"[.+-]", text or ""):
-        if not piece.isdigit():
-            break
+        if not (piece.isascii() and piece.isdigit()) or len(piece) > 18:
+            break  # "²" is a digit to isdigit() and not to int(); 5,000 digits are past int()'s limit: no release
         parts.append(int(piece))
     return tuple(parts)
 

@@ -210,6 +210,9 @@ def _strtoul(text: str) -> int:
     return int(digits) if len(digits.lstrip("+-")) <= 18 else (-1 if digits.startswith("-") else 10**18)
 
 
+MAX_VISIBLE_ENTRIES = 4096  # entries of a *_VISIBLE_DEVICES value read; no machine has that many GPUs
+
+
 def resolve_visible(
     raw: Optional[str],
     count: Optional[int],
@@ -227,17 +230,25 @@ def resolve_visible(
         return (list(range(count)) if count is not None else None), ["unset: every GPU is visible"]
     if raw.strip() == "":
         return [], ["set but empty: no GPU is visible"]
-    entries = raw.split(",")
+    entries = raw.split(",", MAX_VISIBLE_ENTRIES)
+    if len(entries) > MAX_VISIBLE_ENTRIES:
+        entries = entries[:MAX_VISIBLE_ENTRIES]
+        notes.append(
+            f"only the first {MAX_VISIBLE_ENTRIES:,} entries were read (torch reads them all: a repeat further on "
+            "would hide every GPU)"
+        )
     if raw.startswith(("GPU-", "MIG-")):
         prefix = raw[:4]
         selected: List[str] = []
+        seen = set()  # membership in a set: 20,000 entries stay linear
         for entry in entries:
-            if entry in selected:
-                return [], [f"{entry} is listed twice: CUDA then sees no GPU"]
+            if entry in seen:
+                return [], [f"{short(entry)} is listed twice: CUDA then sees no GPU"]
             if not entry.startswith(prefix):
                 notes.append(f"stops at {short(entry)}: every entry must start with {prefix}")
                 break
             selected.append(entry)
+            seen.add(entry)
         indices: List[int] = []
         for entry in selected:
             if prefix == "MIG-":
@@ -260,10 +271,12 @@ def resolve_visible(
             indices.append(matches[0])
         return indices, notes
     ordinals: List[int] = []
+    taken = set()
     for entry in entries:
         value = _strtoul(entry.strip())
-        if value in ordinals:
+        if value in taken:
             return [], [f"ordinal {value} is listed twice: CUDA then sees no GPU"]
+        taken.add(value)
         if value < 0:
             notes.append(
                 "-1 hides every GPU"

@@ -14,24 +14,32 @@ one entry per installed package:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from common.read import read_text_or_none
+from common.values import InvalidValue, load_json
 
 TABLE_NAME = "release_differences.json"
 TABLE_LIMIT = 1 << 20
+TABLE_DEPTH = 16  # the shipped table nests 5 levels deep
 PACKAGE_LABELS = {"trl": "TRL", "vllm": "vLLM"}
-_VERSION_RE = re.compile(r"^\s*v?(\d{1,9})\.(\d{1,9})(?:\.(\d{1,9}))?(?!\d)")  # a 5,000-digit part is no version
+_VERSION_RE = re.compile(r"^\s*v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?(?![0-9])")
+HUGE_PART = 10**18  # a release part of more digits than that sorts above every indexed one, never as 0 or an error
+
+
+def _part(digits: str) -> int:
+    """A release part as a number; one of more than 18 digits (a 20-digit major, 5,000 digits) is HUGE_PART."""
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else HUGE_PART
 
 
 def _key(version: str) -> Optional[Tuple[int, int, int]]:
     match = _VERSION_RE.match(version or "")
     if not match:
         return None
-    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+    return _part(match.group(1)), _part(match.group(2)), _part(match.group(3) or "0")
 
 
 def load_table(path: Optional[str] = None) -> Optional[Dict[str, Any]]:
@@ -41,8 +49,8 @@ def load_table(path: Optional[str] = None) -> Optional[Dict[str, Any]]:
     if text is None:
         return None
     try:
-        table = json.loads(text)
-    except ValueError:
+        table = load_json(text, TABLE_NAME, max_bytes=TABLE_LIMIT, max_depth=TABLE_DEPTH)
+    except InvalidValue:  # malformed, too deep or too large: the section is left out, the report goes on
         return None
     if not isinstance(table, dict) or not isinstance(table.get("packages"), dict):
         return None
@@ -78,7 +86,7 @@ def match_release(version: str, indexed: List[str]) -> Tuple[str, Optional[str]]
 def release_differences(packages: Dict[str, Any], table: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
     """The report section, or None when neither TRL nor vLLM is installed or the table is missing or malformed (a
     field of the wrong type anywhere leaves the section out; it never stops the report)."""
-    table = table if table is not None else load_table()
+    table = table if table is not None else _cached_table()
     if table is None:
         return None
     try:
@@ -334,6 +342,7 @@ _TABLE: List[Optional[Dict[str, Any]]] = []
 
 
 def _cached_table() -> Optional[Dict[str, Any]]:
+    """The shipped table, read and checked once per process (the report and its text both use it)."""
     if not _TABLE:
         _TABLE.append(load_table())
     return _TABLE[0]

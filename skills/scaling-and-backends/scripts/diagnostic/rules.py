@@ -8,6 +8,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from common.read import find_executable
+from common.shell import shell_word
 from common.trl_extras import EXTRA_GOALS
 
 from diagnostic.base import BACKEND_IDS, DIST_TO_ID, first_line, fmt_mib, read_text, version_tuple
@@ -15,7 +16,8 @@ from diagnostic.packages import DistRecord
 
 
 def _quoted(word: str) -> str:
-    return word if re.fullmatch(r"[\w./~+-]+", word) else "'" + word.replace("'", "'\\''") + "'"
+    """One shell word; a leading ``~/`` stays unquoted so the shell expands it (common/shell.py)."""
+    return shell_word(word)
 
 
 class Context:

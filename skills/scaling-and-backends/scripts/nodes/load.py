@@ -11,7 +11,7 @@ from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 from common.output import REDACTED, looks_like_secret, scrub
 from common.read import InputError as UnreadableInput
 from common.read import StructureError, measure_json, read_bytes
-from common.values import MAX_DIGITS
+from common.values import MAX_DIGITS, short
 
 SOURCE_TOOL = "check_optional_backends"
 SOURCE_SCHEMA_VERSION = 1
@@ -135,9 +135,10 @@ def check_report(source: str, value: Any) -> Dict[str, Any]:
             "'python3 scripts/check_optional_backends.py --json' on each node and compare those files"
         )
     version = value.get("schema_version")
-    if version != SOURCE_SCHEMA_VERSION:
+    # Exactly the integer: true and 1.0 equal 1 in Python, but no diagnostic writes them.
+    if type(version) is not int or version != SOURCE_SCHEMA_VERSION:
         raise InputError(
-            f"{source}: schema_version {version!r}; this compare_nodes.py reads schema_version "
+            f"{source}: schema_version {short(version)}; this compare_nodes.py reads schema_version "
             f"{SOURCE_SCHEMA_VERSION}: collect every report with the check_optional_backends.py of this same bundle"
         )
     if not isinstance(value.get("node"), dict):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from common import simple_yaml
+from common.output import escape_controls
 from common.read import InputError, read_bytes
 from common.values import InvalidValue, NotJson, integer, load_json, number, short
 
@@ -880,6 +881,11 @@ def vllm_release_of(text: Optional[str]) -> Tuple[Tuple[int, ...], str]:
     return release, "--vllm-version"
 
 
+def shown_path(path: Optional[str]) -> Optional[str]:
+    """A path as the report shows it: control characters escaped, so a file name cannot start a line of its own."""
+    return escape_controls(path) if path is not None else None
+
+
 def load_request(flags: Flags) -> PlanRequest:
     """Validate the flags and load every input file; raises ``PlanInputError`` naming the flag, file or key."""
     check_flags(flags)
@@ -890,15 +896,16 @@ def load_request(flags: Flags) -> PlanRequest:
         raise PlanInputError("nothing to do: give --params or --model-config, and/or a config to lint")
     yaml_parsers: List[str] = []
     trl_config = None
+    trl_label = shown_path(flags.lint_trl_config)
     if flags.lint_trl_config:
         trl_config, used = load_config_file(flags.lint_trl_config, flags.yaml_parser)
-        check_trl_config(trl_config, flags.lint_trl_config)
+        check_trl_config(trl_config, trl_label or "")
         yaml_parsers.append(used)
-    trainer, trainer_note = resolve_trainer(flags.trainer, trl_config, flags.lint_trl_config)
+    trainer, trainer_note = resolve_trainer(flags.trainer, trl_config, trl_label)
     table = load_trl_defaults()
     if flags.trl_version not in table["releases"]:
         raise PlanInputError(f"--trl-version {short(flags.trl_version)}: one of {', '.join(table['releases'])}")
-    batch, sources = trl_config_inputs(flags, trainer, trl_config, flags.lint_trl_config)
+    batch, sources = trl_config_inputs(flags, trainer, trl_config, trl_label)
     check_sequence_parallelism(flags.cp_size, flags.sp_size, trainer, flags.trl_version)
     lm_head = table["defaults"][flags.trl_version].get(trainer, {}).get("lm_head")
     if lm_head is None:
@@ -907,13 +914,14 @@ def load_request(flags: Flags) -> PlanRequest:
     model_config = None
     if flags.model_config:
         model_config, _used = load_config_file(flags.model_config, flags.yaml_parser)
-        check_model_config(model_config, flags.model_config)
+        check_model_config(model_config, shown_path(flags.model_config) or "")
     hardware_info = load_hardware_json(flags.hardware_json) if flags.hardware_json else None
     accelerate, accelerate_label = None, None
     if linting:
         accelerate, accelerate_label, used = resolve_accelerate(
-            flags.lint_accelerate_config, trl_config, flags.lint_trl_config, flags.yaml_parser
+            flags.lint_accelerate_config, trl_config, trl_label, flags.yaml_parser
         )
+        accelerate_label = shown_path(accelerate_label)
         if used:
             yaml_parsers.append(used)
         if isinstance(accelerate, dict):
@@ -925,7 +933,7 @@ def load_request(flags: Flags) -> PlanRequest:
         linting=linting,
         params=flags.params,
         model_config=model_config,
-        model_config_path=flags.model_config,
+        model_config_path=shown_path(flags.model_config),
         model_id=shell_safe(flags.model_id),
         model_dtype=flags.model_dtype,
         method=flags.method,
@@ -953,7 +961,7 @@ def load_request(flags: Flags) -> PlanRequest:
         gpus=flags.gpus,
         gpu_memory_gib=flags.gpu_memory_gib,
         compute_capability=flags.compute_capability,
-        hardware_json_path=flags.hardware_json,
+        hardware_json_path=shown_path(flags.hardware_json),
         hardware_info=hardware_info,
         nodes=flags.nodes,
         host_memory_gib=flags.host_memory_gib,
@@ -966,7 +974,7 @@ def load_request(flags: Flags) -> PlanRequest:
         vllm_release=vllm_release,
         vllm_release_source=vllm_source,
         trl_config=trl_config,
-        trl_label=flags.lint_trl_config,
+        trl_label=trl_label,
         accelerate=accelerate,
         accelerate_label=accelerate_label,
         yaml_parsers=tuple(yaml_parsers),

@@ -676,9 +676,17 @@ def facts_from_config(config: Dict[str, Any], path: str) -> ModelFacts:
         raise PlanInputError(f"{path}: hidden_size, num_hidden_layers, heads and vocab_size must be positive")
     if model_type in MLA_TYPES:
         head_dim = _cfg_int(config, "v_head_dim", path)
+        if head_dim <= 0:
+            raise PlanInputError(f"{path}: v_head_dim must be a positive whole number, not {head_dim}")
+    elif config.get("head_dim"):
+        head_dim = _cfg_int(config, "head_dim", path)
+    elif heads > h:  # the derived width hidden_size // num_attention_heads would be 0 (and divide by zero later)
+        raise PlanInputError(
+            f"{path}: num_attention_heads ({heads}) is above hidden_size ({h}) and there is no head_dim; "
+            "transformers derives the head width as hidden_size // num_attention_heads, which is 0 here"
+        )
     else:
-        head_dim = config.get("head_dim") or h // heads
-        head_dim = _cfg_int({"head_dim": head_dim}, "head_dim", path)
+        head_dim = h // heads
     tied = config.get("tie_word_embeddings", tied_default)
     mlp_bias = bool(config.get("mlp_bias", False)) or model_type == "phi"
     norm_params = 2 * h if layer_norm else h

@@ -20,6 +20,22 @@ ROUTE_MODELS = "/v1/models"
 ROUTE_SERVER_INFO = "/server_info?config_format=json"
 ROUTES = (ROUTE_HEALTH, ROUTE_VERSION, ROUTE_MODELS, ROUTE_SERVER_INFO)
 
+# A transport failure (an error kind of preflight/fetch.py) as the report names it: its finding id and the server's
+# headline. Only refused, dns, timeout, deadline, tls and other connection errors mean nothing answered there.
+RESET_DETAIL = "connection reset by the server (it accepted the connection, then closed it)"
+FAILURE_IDS = {
+    "too-large": "body-too-long",
+    "url-not-encodable": "url-not-encodable",
+    "reset": "connection-reset",
+    "protocol": "not-http",
+}
+FAILURE_HEADLINES = {
+    "too-large": "body too long",
+    "url-not-encodable": "URL not encodable",
+    "reset": "connection reset by the server",
+    "protocol": "something answered, but not in HTTP",
+}
+
 DEFAULT_TIMEOUT_S = 3.0
 DEFAULT_DEADLINE_S = 10.0
 MAX_BODY_BYTES = 8 * 1024 * 1024

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from common.output import clip
 from common.read import http_get
 
-from preflight.data import MAX_BODY_BYTES, MAX_SAME_ORIGIN_REDIRECTS, ROUTES, Response, Snapshot
+from preflight.data import MAX_BODY_BYTES, MAX_SAME_ORIGIN_REDIRECTS, RESET_DETAIL, ROUTES, Response, Snapshot
 
 # --------------------------------------------------------------------------------------------------------------------
 # Fetchers
@@ -118,7 +118,9 @@ def _classify(exc: BaseException) -> Tuple[str, str]:
     if isinstance(reason, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):  # RemoteDisconnected too
         # However the race between the reset and the request falls (a reset, a broken pipe or an empty status
         # line), it is one outcome: the server took the connection and dropped it without an answer.
-        return "reset", "the server closed the connection without answering"
+        return "reset", RESET_DETAIL
+    if isinstance(reason, http.client.BadStatusLine) and not str(getattr(reason, "line", "") or "").strip(" \r\n'\""):
+        return "reset", RESET_DETAIL  # an empty status line: the connection closed before any answer
     if isinstance(reason, UnicodeError):
         return "url-not-encodable", "URL not encodable (a character outside ASCII)"
     if isinstance(reason, http.client.HTTPException):

@@ -7,7 +7,18 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from common.output import one_line
 from common.versions import base_version, specifier_contains
 
-from preflight.data import ROUTES, SCHEMA_VERSION, SEVERITY_ORDER, SRC_THIS, TOOL, Finding, Intent, Outcome, Snapshot
+from preflight.data import (
+    FAILURE_HEADLINES,
+    ROUTES,
+    SCHEMA_VERSION,
+    SEVERITY_ORDER,
+    SRC_THIS,
+    TOOL,
+    Finding,
+    Intent,
+    Outcome,
+    Snapshot,
+)
 from preflight.fetch import proxy_for
 from preflight.rules_replicas import check_replicas
 from preflight.rules_server import global_notes, judge_server
@@ -262,7 +273,9 @@ def render_text(report: Dict[str, Any], require: Optional[bool] = None) -> str:
             lines.append(f"[{index}] {server['url']}  {server['verdict'].upper()}: " + "; ".join(facts))
         else:
             via = f" (via proxy {server['proxy']})" if server["proxy"] else ""
-            lines.append(f"[{index}] {server['url']}  {server['verdict'].upper()}: unreachable{via}")
+            failed = [r["error"] for r in server["requests"] if r["error"]]
+            headline = FAILURE_HEADLINES.get(failed[-1] if failed else "", "unreachable")
+            lines.append(f"[{index}] {server['url']}  {server['verdict'].upper()}: {headline}{via}")
         outcome = server["trl_outcome"]
         if outcome["mode"] != "unknown":
             line = f"    TRL outcome: {outcome['mode']}"

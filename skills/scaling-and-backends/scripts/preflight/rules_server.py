@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from common.versions import base_version, compare_versions, specifier_contains
 
 from preflight.data import (
+    FAILURE_IDS,
     ROUTE_HEALTH,
     ROUTE_MODELS,
     ROUTE_SERVER_INFO,
@@ -72,8 +73,10 @@ def fastapi_not_found(response: Response) -> bool:
 
 
 def policy_version(name: str) -> Optional[int]:
+    """The step of a TRL policy adapter name (``trl-policy-v12``); None for any other name, and for a number of more
+    than 40 digits (no training step; ``int()`` refuses 5,000 of them)."""
     match = TRL_POLICY_ADAPTER_RE.match(name)
-    return int(match.group(1)) if match else None
+    return int(match.group(1)) if match and len(match.group(1)) <= 40 else None
 
 
 def sync_needs_nccl(intent: Intent, outcome: Outcome) -> bool:
@@ -134,17 +137,17 @@ def check_transport(snap: Snapshot, intent: Intent) -> List[Finding]:
                 "protocol": "point --vllm-url at the vLLM HTTP port",
                 "connection": "check the network path to the server",
             }
-            # Each failure says what it was: an over-long or endless body and a URL that cannot be sent are not
-            # an unreachable server.
-            finding_id = {"too-large": "body-too-long", "url-not-encodable": "url-not-encodable"}.get(
-                response.error_kind or "", "unreachable"
+            # Each failure says what it was: an over-long or endless body, a URL that cannot be sent, and a server
+            # that took the connection and reset it or answered in something other than HTTP are not unreachable.
+            finding_id = FAILURE_IDS.get(response.error_kind or "", "unreachable")
+            label = {"too-large": "body too long: ", "reset": ""}.get(
+                response.error_kind or "", f"{response.error_kind}: "
             )
-            label = {"too-large": "body too long"}.get(response.error_kind or "", response.error_kind)
             findings.append(
                 Finding(
                     "error",
                     finding_id,
-                    f"{where}: {label}: {response.error_detail}"
+                    f"{where}: {label}{response.error_detail}"
                     + (f" (sent through the proxy {proxy} from the environment)" if proxy else ""),
                     fixes.get(response.error_kind or "", "check the server")
                     + (" (or add the host to NO_PROXY if the proxy is the problem)" if proxy else ""),

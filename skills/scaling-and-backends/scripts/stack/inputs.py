@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from common import versions
 from common.read import InputError, read_bytes
-from common.values import InvalidValue, load_json
+from common.values import InvalidValue, load_json, short
 
 from stack.goals import GOAL_IDS, NOT_PLANNED
 
@@ -88,14 +88,20 @@ def parse_keeps(values: Sequence[str], known: Sequence[str]) -> Tuple[Keep, ...]
         ):
             match = _KEEP_RE.match(part)
             if not match:
-                raise RequestError(f"--keep {part!r}: expected NAME, NAME==VERSION or NAME with a specifier")
+                raise RequestError(f"--keep {short(part)}: expected NAME, NAME==VERSION or NAME with a specifier")
             name = versions.normalize_name(match.group(1))
             name = TRACKED.get(name, name)
             if name not in known:
-                raise RequestError(f"--keep {part!r}: {name} is not in the stack matrix; known: {', '.join(known)}")
+                known_list = ", ".join(known)
+                raise RequestError(f"--keep {short(part)}: {name} is not in the stack matrix; known: {known_list}")
             spec = re.sub(r"\s+", "", match.group(2) or "")
+            if spec and versions.oversized(spec):
+                raise RequestError(
+                    f"--keep {short(part)}: a version number of more than {versions.MAX_NUMBER_DIGITS} digits (or a "
+                    f"specifier over {versions.MAX_VERSION_CHARS} characters) is no release"
+                )
             if spec and versions.specifier_contains(spec, "0") is None:
-                raise RequestError(f"--keep {part!r}: {spec!r} is not a version specifier")
+                raise RequestError(f"--keep {short(part)}: {short(spec)} is not a version specifier")
             keeps.append(Keep(name, spec, part.strip()))
     return tuple(keeps)
 

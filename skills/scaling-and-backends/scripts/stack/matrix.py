@@ -5,16 +5,17 @@ floors that exist only in source. Read once, bounded, checked for shape; questio
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from common import versions
 from common.read import InputError, read_bytes
+from common.values import load_json
 
 MATRIX_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "matrix.json")
 MATRIX_LIMIT = 2_000_000  # bytes; the recorded file is far smaller (a test bounds it)
+MATRIX_DEPTH = 16  # the recorded file nests 5 levels deep
 
 
 class MatrixError(Exception):
@@ -112,7 +113,7 @@ def load(path: str = MATRIX_PATH) -> Matrix:
     if read.truncated:
         raise MatrixError(f"the stack matrix {path} is larger than {MATRIX_LIMIT} bytes")
     try:
-        data = json.loads(read.text())
+        data = load_json(read.text(), f"the stack matrix {path}", max_bytes=MATRIX_LIMIT, max_depth=MATRIX_DEPTH)
         matrix = Matrix(data)
     except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
         raise MatrixError(f"the stack matrix {path} is malformed ({type(error).__name__}); regenerate it") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
-from common.output import WIDTH, clip, fit_width
+from common.output import WIDTH, clip, escape_controls, fit_width
 from common.troubleshooting import RELEASE_HISTORY, Index, Match, Verdict, runnable, variant_for
 
 from triage import patterns
@@ -299,7 +299,9 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
     for source in report["sources"]:
         if source["truncated"]:
             lines.append(f"  {source['file']}: read the first {source['bytes']:,} bytes only (raise --max-mib)")
-    return "\n".join(line if isinstance(line, CommandLine) else fit_width(line) for line in lines) + "\n"
+    # Every line is escaped here, at the boundary: a log file named "x\nVerdict: ..." stays on its own line.
+    shown = (line if isinstance(line, CommandLine) else fit_width(escape_controls(line)) for line in lines)
+    return "\n".join(shown) + "\n"
 
 
 COMMAND_INDENT = "    "
