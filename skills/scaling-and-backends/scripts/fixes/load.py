@@ -156,9 +156,11 @@ def parse(data: bytes) -> FixIndex:
         for name, meta in raw["packages"].items():
             releases = tuple(meta["releases"])
             packages[name] = Package(name, meta["repo"], releases, meta["snapshot"])
-            for index, pr, title, paths, broke in raw["changes"][name]:
+            for row in raw["changes"][name]:
+                index, pr, title, paths, broke = row[:5]
                 split = tuple(paths.split(","))
-                tokens = frozenset(words(title + " " + " ".join(split)))
+                # rows written by tools/fix_index.py carry their tokens; an older row is tokenised here
+                tokens = frozenset(row[5].split() if len(row) > 5 else words(title + " " + " ".join(split)))
                 for token in tokens:
                     frequency[token] = frequency.get(token, 0) + 1
                 release = releases[index] if index >= 0 else None
