@@ -16,6 +16,11 @@ from lookup.rank import Ranker
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PARAPHRASES = json.loads((FIXTURES / "lookup" / "paraphrases.json").read_text(encoding="utf-8"))
+# A symptom case's query (tests/fixtures/symptom_cases/) is a user's phrasing of its entry too.
+for _case in sorted((FIXTURES / "symptom_cases").glob("*.json")):
+    _data = json.loads(_case.read_text(encoding="utf-8"))
+    _phrasings = PARAPHRASES.setdefault(f"{_data['entry']['file']}#{_data['entry']['heading']}", [])
+    _phrasings.append(_data["query"])
 CORPUS = FIXTURES / "failure_reports"
 INDEX = troubleshooting.load_index()
 RANKER = Ranker(INDEX)
