@@ -24,7 +24,7 @@ if _HERE not in sys.path:
 from common.output import HelpFormatter, clean_tree, dumps_strict, emit, escape_controls, fit_width, run_cli  # noqa: E402
 from diagnostic.packages import scan_distributions  # noqa: E402  (the metadata scan both commands use)
 from stack.goals import GOAL_IDS, GOALS  # noqa: E402
-from stack.inputs import RequestError, build_request  # noqa: E402
+from stack.inputs import PlanRequest, RequestError, build_request, shown_path  # noqa: E402
 from stack.judge import exit_code, plan  # noqa: E402
 from stack.matrix import MatrixError, load  # noqa: E402
 from stack.render import render_text  # noqa: E402
@@ -79,7 +79,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--options", type=int, default=3, metavar="N", help="options to show (default 3)")
     parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    parser.add_argument(
+        "--check-with-pip",
+        action="store_true",
+        help="also run pip's resolver (pip install --dry-run) on option 1 and show what pip would install; "
+        "CONTACTS THE PACKAGE INDEX (pip's configured index), installs nothing",
+    )
     return parser
+
+
+def pip_check(request: PlanRequest, result: dict) -> dict:
+    """pip's dry-run answer for the first option (imported only when asked: it runs a subprocess)."""
+    from stack.pipcheck import check
+
+    if request.executable:
+        run_python, shown, version = request.executable, request.interpreter, None
+    else:  # the plan's interpreter is not runnable here: this one resolves for the plan's Python
+        run_python, shown = sys.executable, shown_path(sys.executable)
+        version = ".".join(request.python.split(".")[:2])
+    first = result["options"][0]
+    return check(first["pip"], first["set"], run_python, shown, version)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -105,12 +124,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             args.options,
             matrix.names(),
             scan_distributions,
+            args.check_with_pip,
         )
     except RequestError as error:
         parser.print_usage(sys.stderr)
         sys.stderr.write(f"{parser.prog}: error: {escape_controls(str(error))}\n")
         return 2
     result = plan(request, matrix)
+    if request.check_with_pip and result["options"] and result["options"][0]["pip"]:
+        result["pip_check"] = pip_check(request, result)
     emit(dumps_strict(clean_tree(result)) if request.as_json else fit_width(render_text(clean_tree(result))))
     return exit_code(result)
 
