@@ -7,18 +7,47 @@ from pathlib import Path
 
 import pytest
 
-from stack_helpers import TRL_116, run, run_json, write_report
+from stack_helpers import TRL_18, TRL_116, run, run_json, write_report
 
 
 def test_text_starts_with_the_verdict_and_fits_100_columns(tmp_path: Path) -> None:
     path = write_report(tmp_path, "3.12.3", {**TRL_116, "vllm": "0.33.0"})
-    code, out, err = run(["--report", str(path), "--want", "vllm-server", "--keep", "transformers==5.24.0"], tmp_path)
+    code, out, err = run(["--report", str(path), "--want", "vllm-server", "--keep", "vllm==0.31.0"], tmp_path)
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].startswith("plan_install: 3 option(s); the nearest changes vllm 0.33.0 -> 0.30.0")
-    assert "/env/bin/python -m pip install 'trl[vllm]==1.16.0' vllm==0.30.0 torch==2.13.0" in out
+    assert lines[0].startswith("plan_install: 3 option(s); the nearest changes vllm 0.33.0 -> 0.31.0")
+    assert "/env/bin/python -m pip install 'trl[vllm]==1.16.0' vllm==0.31.0" in out
     assert all(len(line) <= 100 for line in lines)
     assert not list(Path(tmp_path).rglob("__pycache__"))
+
+
+def test_keep_without_want_keeps_the_installed_stack_working(tmp_path: Path) -> None:
+    path = write_report(tmp_path, "3.11.9", TRL_18)
+    code, data = run_json(["--report", str(path), "--keep", "trl>=1.10.0"], tmp_path)
+    assert code == 0 and data["goal"] == [] and "keep the installed stack" in data["goal_note"]
+    first = data["options"][0]
+    assert first["changes"][0] == {"package": "trl", "from": "1.8.0", "to": "1.10.0", "kind": "upgrade"}
+    assert first["pip"] == "/env/bin/python -m pip install trl==1.10.0"  # the nearest release the specifier allows
+    code, _out, err = run(["--report", str(path), "--keep", "trl"], tmp_path)
+    assert code == 2 and "name at least one goal" in err
+
+
+def test_releases_newer_than_the_matrix_are_said_plainly(tmp_path: Path) -> None:
+    from stack.matrix import load
+
+    matrix = load()
+    newest = matrix.newest("transformers")
+    newer = newest.split(".")[0] + "." + str(int(newest.split(".")[1]) + 50) + ".0"
+    path = write_report(tmp_path, "3.12.3", {**TRL_116, "transformers": newer})
+    code, out, _err = run(["--report", str(path), "--want", "ddp", "--keep", "vllm==99.0.0"], tmp_path)
+    lines = out.splitlines()
+    expected = f"note: transformers {newer} is newer than the recorded matrix (fetched {matrix.fetched}"
+    notes = lines[1 : lines.index(next(line for line in lines if line.startswith("goal:")))]  # the verdict area
+    assert any(line.startswith(expected) for line in notes), out
+    assert any(line.startswith("note: vllm 99.0.0 is newer than the recorded matrix") for line in notes)
+    code, data = run_json(["--report", str(path), "--want", "ddp"], tmp_path)
+    assert code == 0 and data["newer_than_matrix"][0].startswith(f"transformers {newer} is newer than")
+    assert data["options"][0]["set"]["transformers"] == newer  # kept as it is, its own requirements unchecked
 
 
 def test_impossible_goal_exits_1_and_names_the_constraint(tmp_path: Path) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Sequence, Tuple
 
+import pytest
 from stack import judge
+from stack.goals import GOAL_IDS
 from stack.inputs import Keep, PlanRequest, parse_keeps
 from stack.matrix import load
 
-from stack_helpers import TRL_10, TRL_18, TRL_116, pins
+from stack_helpers import TRL_10, TRL_18, TRL_116
 
 MATRIX = load()
 
@@ -28,14 +30,89 @@ def _plan(
     return judge.plan(request, MATRIX)
 
 
-def test_transformers_524_kept_with_vllm_under_trl_116() -> None:
+def test_transformers_524_kept_with_vllm_is_impossible_once_open_ranges_are_capped() -> None:
+    # vLLM 0.31-0.33 exclude transformers 5.24; older vLLM releases declare no upper bound, and vLLM's next bounding
+    # release (0.31.0: <5.18.0) caps them, so no vLLM is shown to work with 5.24.0 (pip would take 0.30.0)
     result = _plan(["vllm-server"], {**TRL_116, "vllm": "0.33.0"}, "3.12.3", ["transformers==5.24.0"])
+    assert result["status"] == "impossible" and result["drop"] == ["--keep transformers==5.24.0"]
+    cap = MATRIX.open_cap("vllm", "0.30.0", next(r for r in _reqs("vllm", "0.30.0") if r.key == "transformers"))
+    assert cap is not None and cap.spec == "<5.18.0" and "vllm 0.31.0 declares" in cap.text
+
+
+def _reqs(name: str, version: str) -> list:
+    from stack.matrix import parse_lines
+
+    release = MATRIX.release(name, version)
+    assert release is not None
+    return parse_lines(release.requires)
+
+
+def test_keep_trl_0191_gets_a_capped_vllm_and_says_so() -> None:
+    result = _plan(["vllm-server"], {}, "3.12", ["trl==0.19.1"], python_given=True)
     first = result["options"][0]
-    assert first["set"]["vllm"] == "0.30.0" and first["set"]["torch"] == "2.13.0"
-    assert first["set"]["transformers"] == "5.24.0"
-    assert pins(first["pip"]) == ["trl[vllm]==1.16.0", "vllm==0.30.0", "torch==2.13.0"]
-    assert first["pip"].startswith("./.venv/bin/python -m pip install ")
-    assert any("vllm 0.33.0 cannot stay" in line and "<=0.31.0" in line for line in first["why_not_nearer"])
+    req = next(r for r in _reqs("trl", "0.19.1") if r.key == "vllm")
+    assert req.specifier == ">=0.8.3"  # declared without an upper bound
+    cap = MATRIX.open_cap("trl", "0.19.1", req)
+    assert cap is not None
+    from common import versions
+
+    assert versions.specifier_contains(cap.spec, first["set"]["vllm"])
+    # the cap is the bound of the next TRL release that bounds vllm, far below the newest vLLM
+    assert first["set"]["vllm"] != MATRIX.newest("vllm")
+    assert any(
+        c.startswith("trl 0.19.1 declares vllm>=0.8.3 without an upper bound; capped at") for c in first["capped"]
+    )
+
+
+def test_a_bounded_requirement_is_never_capped() -> None:
+    req = next(r for r in _reqs("trl", "1.16.0") if r.key == "vllm")
+    assert MATRIX.open_cap("trl", "1.16.0", req) is None
+    # TRL never bounds transformers: its open range stays open (TRL 1.16 runs on the newest transformers)
+    req = next(r for r in _reqs("trl", "1.16.0") if r.key == "transformers" and not r.marker)
+    assert MATRIX.open_cap("trl", "1.16.0", req) is None
+
+
+def _newest_trl_for(goal: str, python: str) -> str:
+    """The newest recorded TRL that has a plan for ``goal`` when it is kept (computed, not hard-coded)."""
+    for release in reversed(MATRIX.releases["trl"]):
+        if _plan([goal], {}, python, [f"trl=={release.version}"], python_given=True)["options"]:
+            return release.version
+    raise AssertionError(f"no TRL release supports {goal}")
+
+
+@pytest.mark.parametrize("goal", GOAL_IDS)
+def test_a_fresh_environment_gets_the_newest_trl_that_supports_the_goal(goal: str) -> None:
+    from common import versions
+
+    python = "3.12"
+    first = _plan([goal], {}, python, python_given=True)["options"][0]
+    trl = first["set"]["trl"]
+    assert trl == _newest_trl_for(goal, python)
+    if "vllm" not in first["set"]:
+        return
+    vllm = first["set"]["vllm"]
+    declared = next(r for r in _reqs("trl", trl) if r.key == "vllm" and "vllm" in r.marker)
+    assert versions.specifier_contains(declared.specifier, vllm)  # TRL's declared range accepts it
+    later = [r for r in MATRIX.releases["trl"] if (versions.compare_versions(r.version, trl) or 0) > 0]
+    raised = [
+        r.date
+        for r in later
+        if any(q.key == "vllm" and q.specifier != declared.specifier for q in _reqs("trl", r.version))
+    ]
+    released = MATRIX.release("vllm", vllm)
+    assert released is not None and (not raised or released.date <= min(raised))
+    # and it is the newest vLLM inside that range that fits the rest of the plan's set
+    newer = [r.version for r in MATRIX.releases["vllm"] if (versions.compare_versions(r.version, vllm) or 0) > 0]
+    assert not [v for v in newer if versions.specifier_contains(declared.specifier, v) and v in _fits(goal, trl)]
+
+
+def _fits(goal: str, trl: str) -> list:
+    """vLLM releases that have a plan with ``trl`` kept."""
+    found = []
+    for release in MATRIX.releases["vllm"]:
+        if _plan([goal], {}, "3.12", [f"trl=={trl}", f"vllm=={release.version}"], python_given=True)["options"]:
+            found.append(release.version)
+    return found
 
 
 def test_trainer_and_server_images_each_get_their_own_torch() -> None:

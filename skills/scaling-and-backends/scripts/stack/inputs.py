@@ -61,6 +61,8 @@ class PlanRequest(NamedTuple):
     source: str  # "live environment" or "report FILE"
     as_json: bool
     options: int
+    executable: Optional[str] = None  # the interpreter to run pip with (None: not runnable here, or another Python)
+    check_with_pip: bool = False
 
 
 def parse_wants(values: Sequence[str]) -> Tuple[str, ...]:
@@ -211,12 +213,16 @@ def build_request(
     options: int,
     known: Sequence[str],
     scan: Callable[[Sequence[str]], Dict[str, Any]],
+    check_with_pip: bool = False,
 ) -> PlanRequest:
     """Validate every flag value and load the starting environment."""
     wants = parse_wants(want)
-    if not wants:
-        raise RequestError(f"--want: name at least one goal ({', '.join(GOAL_IDS)})")
     keeps = parse_keeps(keep, known)
+    if not wants and not any(k.spec for k in keeps):
+        raise RequestError(
+            f"--want: name at least one goal ({', '.join(GOAL_IDS)}), or --keep a release or specifier "
+            "(NAME==VERSION, NAME>=VERSION) to keep the installed stack working with it"
+        )
     python_flag = parse_python(python)
     cuda_value = parse_cuda(cuda)
     if not 1 <= options <= MAX_OPTIONS:
@@ -224,14 +230,18 @@ def build_request(
     if report is not None:
         installed, python_version, interpreter = report_environment(report)
         source = f"report {report}"
+        runnable = os.path.isabs(interpreter) and os.path.isfile(interpreter) and os.access(interpreter, os.X_OK)
+        executable: Optional[str] = interpreter if runnable else None
     else:
         installed, python_version, interpreter = live_environment(scan)
         source = "live environment"
+        executable = interpreter
     for item in keeps:
         if not item.spec and item.name not in installed:
             raise RequestError(f"--keep {item.text}: {item.name} is not installed; name a release (NAME==VERSION)")
     if python_flag and _minor(python_flag) != _minor(python_version):
         interpreter = f"python{_minor(python_flag)}"  # the plan is for another interpreter than the one read
+        executable = None
     return PlanRequest(
         wants=wants,
         keeps=keeps,
@@ -243,4 +253,6 @@ def build_request(
         source=source,
         as_json=as_json,
         options=options,
+        executable=executable,
+        check_with_pip=check_with_pip,
     )

@@ -21,6 +21,7 @@ from stack.resolve import (
     Space,
     as_installed,
     blockers,
+    exact_keep,
     floors_of,
     keep_conflicts,
     relaxations,
@@ -29,6 +30,7 @@ from stack.resolve import (
 
 SCHEMA_VERSION = 1
 TOOL = "plan_install"
+KEEP_GOAL = "no --want: keep the installed stack (trl, transformers, torch, accelerate and the rest) working"
 
 
 def constraints_of(request: PlanRequest) -> Constraints:
@@ -78,11 +80,44 @@ def changes_of(space: Space, solution: Solution) -> List[Dict[str, Any]]:
     return rows
 
 
+def caps_of(space: Space, chosen: Dict[str, str]) -> List[str]:
+    """The dated caps (``Matrix.open_cap``) that the chosen releases put on each other."""
+    found: List[str] = []
+    for name, version in chosen.items():
+        for other, needs in space.needs(name, version).items():
+            if other in chosen:
+                found += [n.cap for n in needs if n.cap and n.cap not in found]
+    return found
+
+
+def newer_than_matrix(request: PlanRequest, matrix: Matrix) -> List[str]:
+    """Installed or kept releases newer than the newest the matrix records: planned with their own requirements
+    unchecked, and said so."""
+    seen: Dict[str, str] = {}
+    for name, version in request.installed.items():
+        seen[name] = version
+    for keep in request.keeps:
+        pinned = exact_keep(keep.spec)
+        if pinned:
+            seen[keep.name] = pinned
+    lines = []
+    for name in ORDER:
+        version, newest = seen.get(name), matrix.newest(name)
+        if version and newest and (versions.compare_versions(version, newest) or 0) > 0:
+            lines.append(
+                f"{name} {version} is newer than the recorded matrix (fetched {matrix.fetched}; newest recorded "
+                f"{newest}): kept as it is, its own requirements unchecked"
+            )
+    return lines
+
+
 def _option(space: Space, request: PlanRequest, solution: Solution) -> Dict[str, Any]:
     floors = floors_of(space, solution.chosen)
+    shown = {n: solution.chosen[n] for n in ORDER if n in solution.chosen and n not in solution.free}
     return {
         "pip": pip_line(request.interpreter, space, solution),
-        "set": {n: solution.chosen[n] for n in ORDER if n in solution.chosen and n not in solution.free},
+        "set": shown,
+        "capped": caps_of(space, shown),
         "changes": changes_of(space, solution),
         "moved": len(solution.moved),
         "why_not_nearer": blockers(space, solution.chosen),
@@ -129,11 +164,12 @@ def plan(request: PlanRequest, matrix: Matrix) -> Dict[str, Any]:
         "status": status,
         "verdict": verdict,
         "goal": list(request.wants),
-        "goal_note": goal.note,
+        "goal_note": goal.note or KEEP_GOAL,
         "constraints": _constraint_texts(request),
         "source": request.source,
         "interpreter": request.interpreter,
         "installed": {n: request.installed[n] for n in ORDER if n in request.installed},
+        "newer_than_matrix": newer_than_matrix(request, matrix),
         "as_installed": current,
         "options": options,
         "problems": [{"package": p.package, "reason": p.reason, "constraint": p.constraint} for p in space.problems],

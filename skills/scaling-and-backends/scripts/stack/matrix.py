@@ -1,6 +1,14 @@
 """The recorded compatibility matrix (``matrix.json`` beside this file, written by ``tools/stack_matrix.py``):
 releases with Requires-Python, the Requires-Dist lines that name a stack package and the date, plus the feature
 floors that exist only in source. Read once, bounded, checked for shape; questions about it are answered here.
+
+Capped open requirements: a requirement without an upper bound is evidence only for the releases that existed
+when the declaring release was published. Where a later release of the same package bounds that requirement (the
+package learned to cap it: TRL's ``vllm`` extra, vLLM's ``transformers``), the open requirement is capped at the
+upper bound the next bounding release declares (``Matrix.open_cap``). Not at the newest subject release on the
+declaring release's date: vLLM excludes the transformers releases that broke it rather than capping by date, so a
+date cap would move installed transformers releases that vLLM's own next bound accepts; and for TRL 0.19.1 the
+matrix records no vLLM that old. The text names both. Computed from the recorded releases; the format is unchanged.
 """
 
 from __future__ import annotations
@@ -50,6 +58,32 @@ class Release(NamedTuple):
     cuda: str
 
 
+class Cap(NamedTuple):
+    """An upper bound the planner adds to an open-ended requirement (see the module docstring)."""
+
+    spec: str  # "<=0.10.2"
+    text: str  # "trl 0.19.1 declares vllm>=0.8.3 without an upper bound; capped at 0.10.2, ..."
+
+
+def _bounded(spec: str) -> bool:
+    """Whether ``spec`` has an upper bound (``<``, ``<=``, ``==`` without a wildcard, ``~=``, ``===``)."""
+    for clause in (c.strip() for c in spec.split(",")):
+        if clause.startswith(("<", "~=", "===")) or (clause.startswith("==") and not clause.endswith(".*")):
+            return True
+    return False
+
+
+def _upper_clauses(spec: str) -> str:
+    """The upper bound of a bounded ``spec`` as ``<``/``<=`` clauses ("" when it is not plain)."""
+    found = []
+    for clause in (c.strip() for c in spec.split(",")):
+        if clause.startswith("<"):
+            found.append(clause)
+        elif clause.startswith("==") and not clause.startswith("===") and not clause.endswith(".*"):
+            found.append("<=" + clause[2:])
+    return ",".join(found)
+
+
 class Matrix:
     """Typed access to the recorded matrix."""
 
@@ -88,6 +122,9 @@ class Matrix:
             for f in data["floors"]
         ]
         self._by_version = {name: {r.version: r for r in rows} for name, rows in self.releases.items()}
+        self._position = {name: {r.version: i for i, r in enumerate(rows)} for name, rows in self.releases.items()}
+        self._bounding: Dict[Tuple[str, str, Tuple[str, ...]], List[Tuple[int, str, str]]] = {}
+        self._caps: Dict[Tuple[str, str, str], Optional[Cap]] = {}
 
     def names(self) -> List[str]:
         return list(self.releases)
@@ -97,6 +134,56 @@ class Matrix:
 
     def floors_for(self, feature: str) -> List[Floor]:
         return [f for f in self.floors if f.feature == feature]
+
+    def newest(self, name: str) -> Optional[str]:
+        rows = self.releases.get(name)
+        return rows[-1].version if rows else None
+
+    def _bounding_releases(self, name: str, subject: str, context: Tuple[str, ...]) -> List[Tuple[int, str, str]]:
+        """(position, version, spec) of each ``name`` release that bounds ``subject`` above under ``context`` (the
+        extras its marker names; ``()`` for a base requirement)."""
+        key = (name, subject, context)
+        if key not in self._bounding:
+            found = []
+            for position, release in enumerate(self.releases.get(name, [])):
+                for req in parse_lines(release.requires):
+                    if req.key == subject and versions.marker_extras(req.marker) == context and _bounded(req.specifier):
+                        found.append((position, release.version, req.specifier))
+                        break
+            self._bounding[key] = found
+        return self._bounding[key]
+
+    def open_cap(self, name: str, version: str, req: versions.Requirement) -> Optional[Cap]:
+        """The dated cap on ``name==version``'s requirement ``req`` (None: it is bounded, or never capped later)."""
+        key = (name, version, req.raw)
+        if key in self._caps:
+            return self._caps[key]
+        cap = None
+        release = self.release(name, version)
+        if req.key != name and req.key in self.releases and not _bounded(req.specifier) and release and release.date:
+            position = self._position[name][version]
+            later = [
+                b for b in self._bounding_releases(name, req.key, versions.marker_extras(req.marker)) if b[0] > position
+            ]
+            if later:
+                cap = self._cap(name, release, req, later[0])
+        self._caps[key] = cap
+        return cap
+
+    def _cap(
+        self, name: str, release: Release, req: versions.Requirement, later: Tuple[int, str, str]
+    ) -> Optional[Cap]:
+        upper = _upper_clauses(later[2])
+        if not upper:
+            return None
+        declared = f"{req.key}{req.specifier}" if req.specifier else f"{req.key} (any release)"
+        dated = [r.version for r in self.releases[req.key] if r.date and r.date <= release.date]
+        then = f"newest {req.key} on {release.date}: {dated[-1]}" if dated else f"none recorded by {release.date}"
+        return Cap(
+            upper,
+            f"{name} {release.version} declares {declared} without an upper bound; capped at {req.key}{upper}, "
+            f"as {name} {later[1]} declares {req.key}{later[2]} ({then})",
+        )
 
 
 _LOADED: Dict[str, Matrix] = {}

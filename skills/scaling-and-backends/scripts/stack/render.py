@@ -4,10 +4,27 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+STACK = (
+    "trl",
+    "vllm",
+    "transformers",
+    "torch",
+    "accelerate",
+    "peft",
+    "bitsandbytes",
+    "deepspeed",
+    "kernels",
+    "liger-kernel",
+    "datasets",
+    "huggingface-hub",
+)  # the matrix's packages, named in the pip-check summary (the rest of pip's list is their dependencies)
+
 
 def render_text(result: Dict[str, Any]) -> str:
     lines: List[str] = [f"plan_install: {result['verdict']}"]
-    lines.append(f"goal: {', '.join(result['goal'])} ({result['goal_note']})")
+    lines += [f"note: {line}" for line in result["newer_than_matrix"]]
+    goal = ", ".join(result["goal"])
+    lines.append(f"goal: {goal} ({result['goal_note']})" if goal else f"goal: {result['goal_note']}")
     lines.append(f"constraints: {'; '.join(result['constraints'])}")
     installed = ", ".join(f"{k} {v}" for k, v in result["installed"].items()) or "no stack package"
     lines.append(f"from: {result['source']}: {installed}")
@@ -27,6 +44,8 @@ def render_text(result: Dict[str, Any]) -> str:
                 lines.append(f"  {change['kind']}s {change['package']} {change['from']} -> {change['to']}")
         kept = ", ".join(f"{k} {v}" for k, v in option["set"].items())
         lines.append(f"  set: {kept}")
+        for cap in option["capped"]:
+            lines.append(f"  capped: {cap}")
         if option["cuda"]:
             cuda = ", ".join(f"{k} CUDA {v}" for k, v in option["cuda"].items() if v)
             if cuda:
@@ -37,6 +56,8 @@ def render_text(result: Dict[str, Any]) -> str:
         if number == 1:
             for why in option["why_not_nearer"]:
                 lines.append(f"  why not nearer: {why}")
+    if result.get("pip_check"):
+        lines += _pip_lines(result["pip_check"])
     for problem in result["problems"]:
         lines.append(
             f"blocked: {problem['reason']}"
@@ -54,6 +75,20 @@ def render_text(result: Dict[str, Any]) -> str:
     fetched = result["matrix"]["fetched"]
     lines.append(
         f"how: recorded release metadata and source floors (scripts/stack/matrix.json, fetched {fetched}); "
-        "pip is not run"
+        + ("pip's resolver checked option 1 (--check-with-pip)" if result.get("pip_check") else "pip is not run")
     )
     return "\n".join(lines) + "\n"
+
+
+def _pip_lines(check: Dict[str, Any]) -> List[str]:
+    """What pip's resolver made of option 1 (``--check-with-pip``)."""
+    lines = ["", f"pip check (option 1; contacted the package index): {check['command']}"]
+    if check["status"] == "failed":
+        return [*lines, f"  pip could not resolve it: {check['error']}"]
+    if check["status"] == "agrees":
+        lines.append("  pip picks the plan's release of every package in the set")
+    for line in check["differs"]:
+        lines.append(f"  DIFFERS: {line}")
+    stack = ", ".join(f"{k} {check['resolved'][k]}" for k in STACK if k in check["resolved"])
+    lines.append(f"  pip would install: {stack}")
+    return lines

@@ -4,6 +4,9 @@ Requires-Python) and every feature floor of the goal, searched by the number of 
 The search fixes every installed package at its release, then lets one installed package move, then two, ...;
 packages the goal adds are always chosen. Inside one set of movers a depth-first search tries releases nearest to
 the installed one first (newest first for an added package), checking each pair of chosen releases both ways.
+When TRL itself is added, it is the anchor: it is chosen first (newest first) and the other added packages follow
+it in ``ORDER`` (vLLM, then transformers, torch, ...), each newest-compatible; "nearest" is for installed packages.
+A requirement without an upper bound is capped by date where its package later bounds it (``Matrix.open_cap``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class Need(NamedTuple):
     subject: str
     spec: str
     why: str  # "trl 1.16.0 [vllm] requires vllm>=0.22.0,<=0.31.0"
+    cap: str = ""  # the dated cap's sentence when the planner added the upper bound
 
 
 class Problem(NamedTuple):
@@ -169,14 +173,19 @@ class Space:
         extras = self.extras.get(name, ())
         if release is not None:
             for req in parse_lines(release.requires):
-                if req.key not in self.scope or req.key == name or not req.specifier:
+                if req.key not in self.scope or req.key == name or not self._active(req.marker, extras):
                     continue
-                if not self._active(req.marker, extras):
+                cap = self.matrix.open_cap(name, version, req)
+                if not req.specifier and cap is None:
                     continue
                 named = [e for e in versions.marker_extras(req.marker) if e in extras]
                 label = f"{name} {version}" + (f" [{named[0]}]" if named else "")
                 spec = _display(req.specifier)
-                out.setdefault(req.key, []).append(Need(req.key, spec, f"{label} requires {req.key}{spec}"))
+                if cap is None:
+                    out.setdefault(req.key, []).append(Need(req.key, spec, f"{label} requires {req.key}{spec}"))
+                    continue
+                why = f"{label} requires {req.key}{spec or ' (any)'} (no upper bound; capped {cap.spec})"
+                out.setdefault(req.key, []).append(Need(req.key, _display(f"{spec},{cap.spec}"), why, cap.text))
         for floor in self.floors:
             if not self._floor_binds(floor, name, version, out):
                 continue
@@ -286,6 +295,9 @@ class Space:
                 and (keep is None or not keep or _contains(keep, installed, self._spec_cache))
             ):
                 allowed.append(installed)  # outside the matrix: its own requirements are unknown, others' are checked
+            pinned = exact_keep(keep)
+            if pinned and pinned not in releases and pinned not in allowed and self.newer_than_matrix(name, pinned):
+                allowed.append(pinned)  # a kept release newer than the matrix: the same, and the plan says so
             if not allowed:
                 # the keep removes most releases; what removed the kept ones is the constraint to name
                 other = [(c, r) for c, r in reasons.items() if not c.startswith("--keep")]
@@ -294,22 +306,58 @@ class Space:
             domains[name] = self._ordered(name, allowed, installed)
         return domains, problems
 
+    def newer_than_matrix(self, name: str, version: str) -> bool:
+        newest = self.matrix.newest(name)
+        return bool(newest) and (versions.compare_versions(version, newest or "") or 0) > 0
+
     def _ordered(self, name: str, allowed: List[str], installed: Optional[str]) -> List[str]:
-        keyed = sorted(allowed, key=lambda v: versions.version_key(v) or (0,))  # type: ignore[arg-type,return-value]
-        if not installed or installed not in keyed:
+        """Newest first for an added package; nearest to the installed release first (newer before older at the
+        same distance) for an installed one, also when the installed release itself is ruled out."""
+        keyed = sorted(allowed, key=_key)
+        if not installed or versions.version_key(installed) is None:
             return list(reversed(keyed))
-        at = keyed.index(installed)
-        return sorted(keyed, key=lambda v: (abs(keyed.index(v) - at), keyed.index(v) < at))
+        if installed in keyed:
+            at = keyed.index(installed)
+            return sorted(keyed, key=lambda v: (abs(keyed.index(v) - at), keyed.index(v) < at))
+        line = sorted([*keyed, installed], key=_key)
+        at = line.index(installed)
+        return sorted(keyed, key=lambda v: (abs(line.index(v) - at), line.index(v) < at))
 
     def distance(self, name: str, version: str) -> int:
         domain = self.domains.get(name, [])
         return domain.index(version) if version in domain else len(domain)
 
 
+def _key(version: str) -> object:
+    return versions.version_key(version) or (0,)
+
+
+def exact_keep(spec: Optional[str]) -> Optional[str]:
+    """The release an ``==X`` keep names (None for any other specifier)."""
+    if spec and spec.startswith("==") and not spec.startswith("===") and "," not in spec and "*" not in spec:
+        return spec[2:] if versions.is_valid_version(spec[2:]) else None
+    return None
+
+
+def search_order(space: Space, movers: Sequence[str], sizes: Dict[str, int], free: Sequence[str]) -> List[str]:
+    """The order the search fixes ``movers`` in: single candidates first, then installed packages that move (fewest
+    candidates first), then added ones, free ones (left to pip) last. Added packages go smallest domain first
+    while TRL is installed; when TRL is added it leads and the rest follow in ``ORDER`` (the anchor rule)."""
+    anchored = "trl" in movers and "trl" not in space.installed
+
+    def rank(name: str) -> Tuple[int, int, int]:
+        group = 0 if sizes[name] == 1 else 3 if name in free else 1 if name in space.installed else 2
+        size = 0 if anchored and group == 2 else sizes[name]
+        return (group, size, ORDER.index(name))
+
+    return sorted(movers, key=rank)
+
+
 def _search(
     space: Space, movers: Sequence[str], fixed: Dict[str, str], budget: List[int], limit: int
 ) -> List[Dict[str, str]]:
-    """Up to ``limit`` assignments of ``movers`` consistent with ``fixed`` and each other (nearest first)."""
+    """Up to ``limit`` assignments of ``movers`` consistent with ``fixed`` and each other (nearest first); the free
+    packages (left to pip) only need one fitting release, so each set of the others is found once."""
     candidates = {}
     for name in movers:
         domain = [v for v in space.domains[name] if v != space.installed.get(name) or name not in space.installed]
@@ -317,30 +365,45 @@ def _search(
         if not domain:
             return []
         candidates[name] = domain
-    order = sorted(movers, key=lambda n: (len(candidates[n]), ORDER.index(n)))
+    free = set(free_packages(space, movers))
+    order = search_order(space, movers, {n: len(c) for n, c in candidates.items()}, free)
     found: List[Dict[str, str]] = []
     chosen: Dict[str, str] = {}
 
-    def walk(depth: int) -> None:
+    def walk(depth: int) -> bool:
         if len(found) >= limit or budget[0] <= 0:
-            return
+            return False
         if depth == len(order):
             found.append(dict(chosen))
-            return
+            return True
         name = order[depth]
+        any_found = False
         for version in candidates[name]:
             budget[0] -= 1
             if budget[0] <= 0:
-                return
+                return any_found
             if all(space.compatible(name, version, o, ov) for o, ov in chosen.items()):
                 chosen[name] = version
-                walk(depth + 1)
+                any_found = walk(depth + 1) or any_found
                 del chosen[name]
-                if len(found) >= limit:
-                    return
+                if len(found) >= limit or (any_found and name in free):
+                    return any_found
+        return any_found
 
     walk(0)
     return found
+
+
+def free_packages(space: Space, movers: Sequence[str]) -> Tuple[str, ...]:
+    """Added packages the pip line leaves to pip (not an anchor, not a goal package, not kept)."""
+    return tuple(
+        n
+        for n in movers
+        if n not in space.installed
+        and n not in ANCHORS
+        and n not in space.goal.packages
+        and n not in space.constraints.keeps
+    )
 
 
 def solve(space: Space, wanted: int) -> Tuple[List[Solution], bool]:
@@ -372,7 +435,7 @@ def solve(space: Space, wanted: int) -> Tuple[List[Solution], bool]:
                 seen.add(key)
                 moved = tuple(n for n in space.scope if n in space.installed and chosen[n] != space.installed[n])
                 added = tuple(n for n in missing)
-                free = tuple(n for n in added if n not in ANCHORS and n not in space.goal.packages)
+                free = free_packages(space, added)
                 distance = sum(space.distance(n, chosen[n]) for n in moved + tuple(a for a in added if a not in free))
                 solutions.append(Solution(chosen, moved, added, free, distance))
                 best_moves = len(moved) if best_moves is None else min(best_moves, len(moved))
@@ -380,8 +443,15 @@ def solve(space: Space, wanted: int) -> Tuple[List[Solution], bool]:
                 break
         if budget[0] <= 0:
             break
-    solutions.sort(key=lambda s: (weight(s.moved), s.distance, [ORDER.index(n) for n in s.moved]))
+    solutions.sort(key=lambda s: rank(space, s))
     return solutions[:wanted], budget[0] <= 0
+
+
+def rank(space: Space, solution: Solution) -> Tuple[int, int, int, List[int]]:
+    """Fewest (weighted) installed packages moved; then, when TRL is added, the newest TRL (the anchor); then the
+    smallest distance (nearest to installed, newest for added)."""
+    anchor = space.distance("trl", solution.chosen["trl"]) if "trl" in solution.added else 0
+    return (weight(solution.moved), anchor, solution.distance, [ORDER.index(n) for n in solution.moved])
 
 
 def weight(moved: Sequence[str]) -> int:
