@@ -139,3 +139,10 @@ def test_release_values_and_a_report(tmp_path: Path) -> None:
     report.write_text("[]")
     with pytest.raises(match.ReleaseError, match=r"not a check_optional_backends\.py --json report"):
         match.report_releases(str(report))
+
+
+def test_search_words_read_a_glued_stage_as_the_text_writes_it() -> None:
+    """A user types ``zero3`` or ``fsdp2``; the entries write ``ZeRO-3`` and ``FSDP2``."""
+    words = match.search_words("grpo hangs with zero3 and fsdp2")
+    assert {"zero3", "zero-3", "zero", "fsdp2", "fsdp"} <= set(words)
+    assert "v1" not in match.search_words("on v1.12.0")

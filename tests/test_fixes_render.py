@@ -24,3 +24,17 @@ def test_nothing_matched_gives_no_lines_and_a_note_is_kept_within_width() -> Non
     assert text_lines(search(tiny_index(), "nothing here", {})) == []
     lines = text_lines(search(tiny_index(), "GRPOTrainer", {"trl": "9.0.0"}), width=40)
     assert len(lines) == 1 and len(lines[0]) == 40 and lines[0].endswith("…")
+
+
+def test_summary_is_plain_data_with_runnable_commands_or_the_note_alone() -> None:
+    from fixes.render import summary
+
+    found = summary(
+        search(tiny_index(), "ZeRO-Offload CPULion partition hooks", {"deepspeed": "0.17.1"}, limit=1, min_score=0)
+    )
+    assert found is not None and found["fixes"][0]["pr"] == 101 and found["moves"][0]["release"] == "0.17.3"
+    command = found["moves"][0]["command"]
+    assert command.startswith("python3 /") and command.endswith("plan_install.py --keep 'deepspeed>=0.17.3'")
+    assert summary(search(tiny_index(), "nothing here", {})) is None
+    newer = summary(search(tiny_index(), "GRPOTrainer", {"trl": "9.0.0"}))
+    assert newer is not None and newer["fixes"] == [] and "newer than the index" in newer["lines"][0]

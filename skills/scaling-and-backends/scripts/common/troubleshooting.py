@@ -490,6 +490,9 @@ def _stem(word: str) -> str:
     return word
 
 
+_GLUED_STAGE = re.compile(r"^([a-z]{3,})([0-9])$")
+
+
 def search_words(text: str) -> List[str]:
     """The words of ``text`` the lookup compares, in order: lower case, stemmed, stop words and bare numbers
     dropped (a three-digit number stays: HTTP codes); a dotted or dashed name (``flash-attn``, ``torch.cuda``) and
@@ -500,6 +503,9 @@ def search_words(text: str) -> List[str]:
         if not token:
             continue
         parts = [token] + ([p for p in re.split(r"[._-]+", token) if p] if re.search(r"[._-]", token) else [])
+        glued = _GLUED_STAGE.match(token)
+        if glued:  # zero3, fsdp2, stage3: also as the text writes them (ZeRO-3, FSDP-2 -> fsdp) and the name alone
+            parts += [f"{glued.group(1)}-{glued.group(2)}", glued.group(1)]
         for part in parts:
             if part in STOP_WORDS or len(part) < 2 or (part.isdigit() and len(part) != 3):
                 continue

@@ -28,9 +28,11 @@ def text_lines(result: SearchResult, width: int = 100) -> List[str]:
 
 
 def summary(result: SearchResult) -> Optional[Dict[str, Any]]:
-    """The plain-data form both commands put under ``upstream_fixes`` (None when no fix matched): the fixes, the
-    releases to move to with their install-planner lines (runnable from any folder), and the text lines."""
-    if not result.fixes:
+    """The plain-data form both commands put under ``upstream_fixes``: the fixes, the releases to move to with
+    their install-planner lines (runnable from any folder), and the text lines; the coverage notes alone when no
+    fix matched but the index could not search a release (newer than its snapshot); None when there is nothing
+    to say."""
+    if not result.fixes and not result.notes:
         return None
     return {
         "fixes": [
