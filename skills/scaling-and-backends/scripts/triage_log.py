@@ -24,7 +24,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from common.output import HelpFormatter, dumps_strict, emit, run_cli  # noqa: E402
+from common.output import HelpFormatter, dumps_strict, emit, run_cli, scrub_tree  # noqa: E402
 from common.values import bounded_int  # noqa: E402
 from triage import find  # noqa: E402
 from triage.inputs import DEFAULT_MIB, MAX_MIB, Request, TriageInputError, build_request  # noqa: E402
@@ -145,7 +145,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if request.json:
         emit(dumps_strict(report))
     else:
-        emit(render_text(report, request.verbose))
+        emit(render_text(scrub_tree(report), request.verbose))  # values scrubbed before rendering
     return 0
 
 

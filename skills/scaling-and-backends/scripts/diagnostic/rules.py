@@ -7,6 +7,7 @@ import re
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from common.output import shell_word
 from common.read import find_executable
 from common.trl_extras import EXTRA_GOALS
 
@@ -15,7 +16,7 @@ from diagnostic.packages import DistRecord
 
 
 def _quoted(word: str) -> str:
-    return word if re.fullmatch(r"[\w./~+-]+", word) else "'" + word.replace("'", "'\\''") + "'"
+    return word if re.fullmatch(r"[\w./~+-]+", word) else shell_word(word)  # scrubbed, then quoted
 
 
 class Context:
