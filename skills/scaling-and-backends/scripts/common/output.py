@@ -206,10 +206,18 @@ def looks_like_secret(value: str) -> bool:
     return not _PLAIN_VALUE.match(value)
 
 
-@functools.lru_cache(maxsize=4096)
 def _name_kind(name: str, in_tree: bool = False) -> Optional[str]:
     """``exact``, ``strong`` or ``word`` for a name that says secret (see above), else None. In a report's tree
     (``in_tree``) only exact and strong names count, and a bare ``key`` does not (a finding's key is no secret)."""
+    return _short_name_kind(name, in_tree) if len(name) <= 64 else _judge_name(name, in_tree)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_name_kind(name: str, in_tree: bool) -> Optional[str]:
+    return _judge_name(name, in_tree)
+
+
+def _judge_name(name: str, in_tree: bool) -> Optional[str]:
     bare = name.lstrip("-").rsplit(".", 1)[-1].lower().replace("-", "_")
     if not bare or _NOT_SECRET_NAME.search(bare):
         return None
@@ -635,9 +643,10 @@ def _key_text(key: Any) -> str:
 
 
 class ScrubbedText(str):
-    """Text built from values that were each scrubbed before it was serialised (what :func:`dumps_strict`
-    returns). :func:`emit` and the streams of :func:`run_cli` write it as it is: a pass over serialised JSON could
-    miss an escaped secret or break the document's structure."""
+    """Text already scrubbed: JSON built from values that were each scrubbed before serialisation
+    (:func:`dumps_strict`), or text scrubbed before it was wrapped (:func:`fit_width`). :func:`emit` and the
+    streams of :func:`run_cli` write it as it is: a pass over serialised JSON could miss an escaped secret or
+    break the document's structure. Joined with other text it becomes a plain ``str`` and is scrubbed again."""
 
 
 def dumps_strict(value: Any, indent: Optional[int] = 2) -> ScrubbedText:
