@@ -10,7 +10,9 @@ planted secret or fragment of one in stdout or stderr, and, on exit 2, a one-lin
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -320,3 +322,50 @@ def check_all(results: Dict[str, Result], ids: Sequence[str]) -> Dict[str, List[
 def text_width_problem(text: str, width: int = 100) -> Optional[str]:
     wide = [line for line in text.splitlines() if len(line) > width]
     return f"{len(wide)} line(s) over {width} columns, e.g. {wide[0][:120]!r}" if wide else None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Secret forms (issue 27, round 3): a secret in every place and shape a hostile review found printed whole.
+# --------------------------------------------------------------------------------------------------------------
+
+
+def _key_like(seed: str, tag: str, size: int = 24) -> str:
+    """A key-like value of its own for (seed, tag): mixed case, digits, no character a shape rule would stop at."""
+    digest = hashlib.sha256(f"{seed}/{tag}".encode()).hexdigest()
+    return "".join(c.upper() if i % 3 == 0 else c for i, c in enumerate(digest))[:size]
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def secret_forms(seed: str) -> List[Tuple[str, List[str]]]:
+    """(text, secrets in it) for each form: a NAME=value after a ``label: `` prefix, quoted values, the next item of
+    a command list, --token X and --password=X, an AWS secret access key that starts with "/", a value holding
+    ";", a JWT after "-" or "_", a carriage return inside URL credentials. Values differ with ``seed``."""
+    v = {tag: _key_like(seed, tag) for tag in "abcdefghijklmnopqrs"}
+    aws = "/" + base64.b64encode(hashlib.sha256(f"{seed}/aws".encode()).digest() * 2).decode()[:39]
+    aws2 = "/" + base64.b64encode(hashlib.sha256(f"{seed}/aws2".encode()).digest() * 2).decode()[:39]
+    header = _b64url(b'{"alg":"HS256","typ":"JWT"}')
+    payload = _b64url(json.dumps({"sub": seed, "n": v["q"]}).encode())
+    jwt = f"{header}.{payload}.{_b64url(hashlib.sha256(seed.encode()).digest())}"
+    return [
+        (f"ERROR: password={v['a']}", [v["a"]]),
+        (f"ValueError: WANDB_API_KEY={v['b']}", [v["b"]]),
+        (f'export HF_TOKEN="{v["c"]}"', [v["c"]]),
+        (f'{{"api_key": "{v["d"]}", "n": 1}}', [v["d"]]),
+        (f'password="{v["e"]} {v["f"]}" next', [v["e"], v["f"]]),
+        (f"Command '['vllm', 'serve', 'm', '--api-key', '{v['g']}']' returned non-zero exit status 1.", [v["g"]]),
+        (f"vllm serve m --token {v['h']} --port 8000", [v["h"]]),
+        (f"run --password={v['i']} --x", [v["i"]]),
+        (f"AWS_SECRET_ACCESS_KEY={aws}", [aws[1:]]),
+        (f"aws_secret_access_key = {aws2}", [aws2[1:]]),
+        (f"password={v['j']};{v['k']}", [v["j"], v["k"]]),
+        (f"x-{jwt}", [payload, jwt.rsplit(".", 1)[1]]),
+        (f"tok_{jwt}", [payload, jwt.rsplit(".", 1)[1]]),
+        (f"https://user:{v['l']}\r{v['m']}@host.example:8443/x", [v["l"], v["m"]]),
+    ]
+
+
+def planted(forms: List[Tuple[str, List[str]]]) -> List[str]:
+    return [secret for _, secrets in forms for secret in secrets]

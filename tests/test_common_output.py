@@ -343,3 +343,93 @@ def test_zero_width_and_bidi_marks_are_escaped(mark: str) -> None:
     """Two values that differ only by an invisible mark must not look identical in a report."""
     shown = escape_controls(f"eth{mark}0")
     assert mark not in shown and f"\\u{ord(mark):04x}" in shown
+
+
+# --- issue 27, round 3: secrets by value, before serialisation, in every form; linear in the input ---------------
+
+
+def _forms():
+    from hostile_helpers import secret_forms
+
+    return secret_forms("unit")
+
+
+@pytest.mark.parametrize("index", range(14))
+def test_every_secret_form_is_scrubbed_in_text_and_in_json(index: int) -> None:
+    """Each form (tests/hostile_helpers.secret_forms) leaves no 8-character fragment in scrubbed text, in
+    dumps_strict's JSON (which must parse) nor in a value given under a secret key or after a secret flag."""
+    from hostile_helpers import fragments
+
+    text, secrets = _forms()[index]
+    for shown in (scrub(text), dumps_strict({"v": text, text: [text]}), clean_tree({"k": f"see {text}"})["k"]):
+        leaked = [piece for secret in secrets for piece in fragments(secret) if piece in str(shown)]
+        assert not leaked, (text, shown)
+    assert json.loads(dumps_strict({"v": text}))["v"].count(REDACTED) >= 1
+
+
+def test_json_is_scrubbed_by_value_and_stays_strict() -> None:
+    """A quoted or escaped secret inside a value is found before serialisation; the document always parses."""
+    value = 'ab"cd\\' + "Q7w" * 6
+    tree = {
+        "cmd": ["vllm", "serve", "--api-key", value, "--port", "8000"],
+        "env": {"WANDB_API_KEY": "k9" + "Zx8" * 6, "CACHE_KEY": "3.11", "auth_env": "HF_TOKEN", "key": "a-finding"},
+        "line": f'password="{value}" next',
+        "hf_" + "A" * 30: "a key that is a token",
+    }
+    text = dumps_strict(tree)
+    data = json.loads(text)
+    assert "Q7wQ7wQ7" not in text and "Zx8Zx8Zx" not in text
+    assert data["cmd"] == ["vllm", "serve", "--api-key", REDACTED, "--port", "8000"]
+    assert data["env"]["CACHE_KEY"] == "3.11" and data["env"]["auth_env"] == "HF_TOKEN"
+    assert data["env"]["key"] == "a-finding" and REDACTED in data
+    assert isinstance(text, str) and text.endswith("\n")
+
+
+def test_scrubbed_json_is_not_scrubbed_again_on_its_way_out() -> None:
+    """dumps_strict's text passes emit and run_cli's stream unchanged (a text pass could break its structure)."""
+    from common.output import ScrubbedText, emit
+
+    out = io.StringIO()
+    document = dumps_strict({"v": 'password=x\\"y'})
+    assert isinstance(document, ScrubbedText)
+    emit(document, out)
+    assert out.getvalue() == document
+    json.loads(out.getvalue())
+
+
+def test_suggested_command_words_are_scrubbed_before_quoting() -> None:
+    from common.output import shell_word
+
+    word = shell_word("/opt/Command '['x', '--api-key', 'Zq8Lm3Rt7Wx2Vb9N']'/python")
+    assert "Zq8Lm3Rt" not in word and REDACTED in word
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["keyJSONParser.parse", "monkeyJarFile12.json", "eyJ_" * 4, "/usr/lib/X11R6Fonts", "max_tokens: 4096"],
+)
+def test_jwt_and_aws_rules_leave_look_alikes(text: str) -> None:
+    assert scrub(text) == text
+
+
+@pytest.mark.serial
+def test_scrubber_cpu_time_is_linear_on_1mb_values() -> None:
+    """1 MB values cost under 1 s of CPU each through scrub and dumps_strict, with a secret registered (its
+    fragments are looked for too): one long word, a run of '=', then 100 kB runs of ten shapes in one value (runs
+    of '=', ':', '-', name=value chains, URL credentials, JWT-like runs, secret flags, quoted values, base64).
+    A quadratic rule costs minutes here: a 120 kB environment variable once cost the diagnostic 14.7 CPU-s."""
+    import base64
+    import os
+
+    size, part = 1_000_000, 100_000
+    units = [":", "-", "key=" * 3 + " ", "http://u:p@", "token_eyJ-", "--api-key ", "password=\"x '", "a: b=", "/+"]
+    mixed = "".join((unit * (part // len(unit) + 1))[:part] for unit in units)
+    mixed += base64.b64encode(os.urandom(part)).decode()[:part]
+    scrubber = Scrubber()
+    scrubber.add("Zq8Lm3Rt7Wx2Vb9N" * 3)
+    for text in ("a" * size, "=" * size, mixed):
+        start = time.process_time()
+        scrubber(text)
+        dumps_strict({"v": text})
+        spent = time.process_time() - start
+        assert spent < 2 * len(text) / size, (text[:20], spent)  # scrub and dumps_strict: under 1 s each

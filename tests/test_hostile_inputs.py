@@ -31,8 +31,10 @@ from hostile_helpers import (
     Result,
     _json,
     _send,
+    planted,
     problems,
     run_all,
+    secret_forms,
     serve_vllm_like,
     silent_listener,
     text_width_problem,
@@ -993,6 +995,110 @@ def nodes_cases() -> List[Case]:
 
 
 # --------------------------------------------------------------------------------------------------------------
+# Secrets by value (issue 27, round 3): every form of tests/hostile_helpers.secret_forms planted where each command
+# reads it, and printed through --json and text. One subprocess per command and output form.
+# --------------------------------------------------------------------------------------------------------------
+
+FORMS = secret_forms("round-3")
+FORM_TEXTS = [text for text, _ in FORMS]
+FORM_SECRETS = planted(FORMS)
+
+
+def _redacted_at_least(count: int, json_output: bool) -> Callable[[Result], Optional[str]]:
+    """The forms reached the output (else the case proves nothing), and --json output parses."""
+
+    def check(result: Result) -> Optional[str]:
+        problem = _strict_json(result) if json_output else None
+        if problem:
+            return problem
+        shown = (result.stdout + result.stderr).count("<redacted>")
+        return None if shown >= count else f"only {shown} '<redacted>' in the output: the planted forms were not shown"
+
+    return check
+
+
+def _secret_models(handler, route: str) -> None:
+    models = [{"id": text, "object": "model", "root": text, "max_model_len": 4096} for text in FORM_TEXTS]
+    overrides = {"/v1/models": {"object": "list", "data": models}, "/version": {"version": FORM_TEXTS[1]}}
+    serve_vllm_like(overrides)(handler, route)
+
+
+BEHAVIOURS["secret-models"] = _secret_models
+
+
+def _secret_log(folder: Path) -> None:
+    lines = ["[rank0]: Error executing job with overrides: []", '[rank0]:   File "train.py", line 3, in <module>']
+    lines.append(f"[rank0]: subprocess.CalledProcessError: {FORM_TEXTS[5]}")
+    lines += [f"[rank{i % 4}]: RuntimeError: step {i} failed: {text}" for i, text in enumerate(FORM_TEXTS)]
+    (folder / "train.log").write_text("\n".join(lines) + "\n")
+
+
+def _secret_reports(folder: Path) -> None:
+    """Two reports: every form as a launch variable and a torch version, a JWT inside each hostname."""
+    jwt = FORM_TEXTS[11].split("-", 1)[1]
+    a = _mini_report(f"gpu-{jwt}.cluster", {f"NCCL_F{i}": text for i, text in enumerate(FORM_TEXTS)},
+                     packages={"torch": {"installed": True, "version": FORM_TEXTS[0]}})  # fmt: skip
+    b = _mini_report(f"node7{jwt}", {f"NCCL_F{i}": "1" for i in range(len(FORM_TEXTS))},
+                     packages={"torch": {"installed": True, "version": "2.9.0"}})  # fmt: skip
+    (folder / "a.json").write_text(json.dumps(a))
+    (folder / "b.json").write_text(json.dumps(b))
+
+
+def _secret_install_report(form: str) -> Callable[[Path], None]:
+    report = {"tool": "check_optional_backends", "schema_version": 1,
+              "packages": {"trl": {"installed": True, "version": "0.19.0"}},
+              "python": {"version": "3.11.7", "executable": "/usr/bin/python3"},
+              "interpreter": {"suggested_python": f"/opt/{form}/bin/python"}}  # fmt: skip
+    return _file("report.json", json.dumps(report))
+
+
+def _secret_trl_config(bad: Optional[str] = None) -> Callable[[Path], None]:
+    config: Dict[str, object] = {"per_device_train_batch_size": 2}
+    if bad is not None:
+        config["gradient_checkpointing"] = bad
+    return _file("trl.json", json.dumps(config))
+
+
+PLAN_FLAGS = ["--params", "7B", "--gpus", "8", "--gpu-memory-gib", "80", "--lint-trl-config", "{tmp}/trl.json"]
+
+
+def secret_cases() -> List[Case]:
+    env = {f"NCCL_F{i}": text for i, text in enumerate(FORM_TEXTS)}
+    many = len(FORM_TEXTS)
+    two = ["{tmp}/a.json", "{tmp}/b.json"]
+    return [
+        Case("secrets-diag-json", DIAG, ["--json"], 8, env, secrets=FORM_SECRETS, check=_redacted_at_least(many, True)),
+        Case("secrets-diag-text", DIAG, [], 8, env, secrets=FORM_SECRETS, check=_redacted_at_least(many, False)),
+        Case("secrets-vllm-json", VLLM, ["--vllm-url", "{url}/secret-models", "--json"], 6, secrets=FORM_SECRETS,
+             check=_redacted_at_least(many, True)),
+        Case("secrets-vllm-text", VLLM, ["--vllm-url", "{url}/secret-models"], 6, secrets=FORM_SECRETS,
+             check=_redacted_at_least(2, False)),
+        Case("secrets-nodes-json", NODES, [*two, "--json"], 4, setup=_secret_reports, secrets=FORM_SECRETS,
+             check=_redacted_at_least(many, True)),
+        Case("secrets-nodes-text", NODES, two, 4, setup=_secret_reports, secrets=FORM_SECRETS,
+             check=_redacted_at_least(many, False)),
+        Case("secrets-triage-json", "triage", ["{tmp}/train.log", "--json"], 6, setup=_secret_log,
+             secrets=FORM_SECRETS, codes=(0,), check=_redacted_at_least(8, True)),
+        Case("secrets-triage-text", "triage", ["{tmp}/train.log", "--verbose"], 6, setup=_secret_log,
+             secrets=FORM_SECRETS, codes=(0,), check=_redacted_at_least(8, False)),
+        # a suggested pip line quotes the report's interpreter: the value is scrubbed before it is quoted
+        Case("secrets-install-json", "install", ["--report", "{tmp}/report.json", "--want", "ddp", "--json"], 6,
+             setup=_secret_install_report(FORM_TEXTS[5]), secrets=FORMS[5][1], check=_redacted_at_least(1, True)),
+        Case("secrets-install-text", "install", ["--report", "{tmp}/report.json", "--want", "ddp"], 6,
+             setup=_secret_install_report(FORM_TEXTS[4]), secrets=FORMS[4][1], check=_redacted_at_least(1, False)),
+        # a model id goes into the command templates: scrubbed before it is quoted
+        Case("secrets-plan-json", PLAN, [*PLAN_FLAGS, "--model-id", FORM_TEXTS[5], "--json"], 6,
+             setup=_secret_trl_config(), secrets=FORMS[5][1], check=_redacted_at_least(1, True)),
+        Case("secrets-plan-text", PLAN, [*PLAN_FLAGS, "--model-id", FORM_TEXTS[2]], 6, setup=_secret_trl_config(),
+             secrets=FORMS[2][1], check=_redacted_at_least(1, False)),
+        # a bad value in the TRL config is quoted in the error (JSON and stderr)
+        Case("secrets-plan-error-json", PLAN, [*PLAN_FLAGS, "--json"], 6, codes=(2,),
+             setup=_secret_trl_config(" ".join(FORM_TEXTS[2:5])), secrets=planted(FORMS[2:5]),
+             check=_redacted_at_least(2, True)),
+    ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------------------------
 # The run: every case once, four at a time
 # --------------------------------------------------------------------------------------------------------------
 
@@ -1162,7 +1268,15 @@ def round3_cases() -> List[Case]:
 
 
 def all_cases(silent_url: str) -> List[Case]:
-    return vllm_cases(silent_url) + diag_cases() + plan_cases() + nodes_cases() + deep_cases() + round3_cases()
+    return (
+        vllm_cases(silent_url)
+        + diag_cases()
+        + plan_cases()
+        + nodes_cases()
+        + deep_cases()
+        + round3_cases()
+        + secret_cases()
+    )
 
 
 # Every case is judged against its own wall-clock limit and the fixture already runs four at a time: under

@@ -23,7 +23,7 @@ if _HERE not in sys.path:
 
 
 from common.multinode import COLLECTION_TEMPLATES  # noqa: E402
-from common.output import HelpFormatter, clean_tree, clip, dumps_strict, escape_controls, run_cli  # noqa: E402
+from common.output import HelpFormatter, clean_tree, clip, dumps_strict, emit, escape_controls, run_cli  # noqa: E402
 from nodes.compare import compare  # noqa: E402
 from nodes.load import InputError, Request, UsageError, load_request  # noqa: E402
 from nodes.render import render_text  # noqa: E402
@@ -103,9 +103,8 @@ def main(argv: Optional[Sequence[str]] = None, stdin: Any = None) -> int:
             f"({type(error).__name__}: {clip(str(error), 160)}); collect it again\n"
         )
         return 2
-    result = clean_tree(result)  # control characters in report values cannot forge lines
-    sys.stdout.write(dumps_strict(result) if request.json else render_text(result))
-    sys.stdout.flush()
+    result = clean_tree(result)  # every value scrubbed before rendering; control characters cannot forge lines
+    emit(dumps_strict(result) if request.json else render_text(result))
     return 1 if request.require_consistent and result["counts"]["blocking"] else 0
 
 

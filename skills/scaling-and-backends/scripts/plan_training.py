@@ -20,7 +20,7 @@ _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
-from common.output import HelpFormatter, dumps_strict, emit, escape_controls, one_line  # noqa: E402
+from common.output import HelpFormatter, dumps_strict, emit, escape_controls, one_line, scrub  # noqa: E402
 from common.versions import specifier_contains  # noqa: E402
 from planner.assemble import build_plan, path_goals  # noqa: E402
 from planner.hardware import resolve_hardware  # noqa: E402
@@ -404,7 +404,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if request.json:
         emit(dumps_strict(report.result))
     else:
-        emit(fit_plan_text(escape_controls(report.text, keep_newlines=True).rstrip("\n")) + "\n" + report.verdict)
+        text = escape_controls(scrub(report.text), keep_newlines=True)  # scrubbed before a command is wrapped
+        emit(fit_plan_text(text.rstrip("\n")) + "\n" + report.verdict)
     return report.exit_code
 
 

@@ -25,7 +25,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from common.output import HelpFormatter, dumps_strict, emit, escape_controls, run_cli  # noqa: E402
+from common.output import HelpFormatter, dumps_strict, emit, escape_controls, run_cli, scrub_tree  # noqa: E402
 from common.troubleshooting import Index, IndexUnreadable, Match, load_index  # noqa: E402
 from common.values import bounded_int  # noqa: E402
 from fixes.load import IndexUnreadable as FixIndexUnreadable  # noqa: E402
@@ -169,7 +169,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if request.json:
         emit(dumps_strict(report))
     else:
-        emit(render_text(report, request.verbose))
+        emit(render_text(scrub_tree(report), request.verbose))  # values scrubbed before rendering
     return 0
 
 

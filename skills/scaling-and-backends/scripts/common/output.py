@@ -1,12 +1,18 @@
 """What the bundle's scripts print, made safe in one place: secrets scrubbed by value, control characters escaped,
 strict JSON, lines a person can scan, and a CLI runner that never shows a traceback.
 
-- :data:`SCRUBBER` (a :class:`Scrubber`) removes known token shapes (Hugging Face, GitHub, ``sk-`` style keys,
-  AWS access key ids, Slack, JWTs, bearer values), credentials in anything URL-like (any case, with or without a
-  scheme, several ``@``, any character in the password), ``token=``/``key=``/``secret=``/``password=`` values, and
-  every secret the script registered (:meth:`Scrubber.add`) in its raw, JSON-escaped, ``repr`` and URL-quoted forms
-  and any fragment of 8 or more characters of them. Short common values (``CACHE_KEY=3.11``,
-  ``SSH_AUTH_SOCK=/root``) are left alone. It runs LAST, on every string written to stdout or stderr.
+- :data:`SCRUBBER` (a :class:`Scrubber`; :func:`scrub` on one string) removes known token shapes (Hugging Face,
+  GitHub, ``sk-`` style keys, AWS access key ids, Slack, JWTs, also after ``-``/``_``, bearer values), credentials
+  in anything URL-like (any case, with or without a scheme, several ``@``, any character in the password, control
+  characters too), the value after a secret name wherever it stands (``password=``, ``ERROR: password=``,
+  ``WANDB_API_KEY="..."``, ``{"api_key": "..."}``, ``--api-key X``, ``'--api-key', 'X'``, an AWS secret key
+  after its name), and every secret the script registered (:func:`register_secret`) in its raw, JSON-escaped,
+  ``repr`` and URL-quoted forms and any fragment of 8 or more characters of them. Short common values
+  (``CACHE_KEY=3.11``, ``SSH_AUTH_SOCK=/root``) are left alone. Time is linear in the input.
+- It works on VALUES, before serialisation: :func:`scrub_tree` scrubs every string of a report (keys too, a value
+  by its key's name with :func:`scrub_pair`, the item after a secret flag in a list); :func:`clean_tree` and
+  :func:`dumps_strict` call it, so ``--json`` output always parses. Text is scrubbed once more as it is written
+  (:func:`emit`, :func:`run_cli`'s streams); JSON from :func:`dumps_strict` (a :class:`ScrubbedText`) is not.
 - :func:`escape_controls` shows C0/C1 controls, DEL, line/paragraph separators and bidi controls as escapes, so a
   value can never forge a line of the report; :func:`clean_tree` applies it to every string of a report.
 - :func:`dumps_strict` writes RFC 8259 JSON (never ``NaN``/``Infinity``; non-string keys become strings).
@@ -22,19 +28,21 @@ from __future__ import annotations
 import _thread
 import argparse
 import contextlib
+import functools
 import json
 import math
 import os
 import re
 import sys
 import time
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 __all__ = [
     "REDACTED",
     "SCRUBBER",
     "WIDTH",
     "HelpFormatter",
+    "ScrubbedText",
     "Scrubber",
     "clean_tree",
     "clip",
@@ -45,8 +53,12 @@ __all__ = [
     "looks_like_secret",
     "one_line",
     "progress",
+    "register_secret",
     "run_cli",
     "scrub",
+    "scrub_pair",
+    "scrub_tree",
+    "shell_word",
 ]
 
 REDACTED = "<redacted>"
@@ -56,6 +68,13 @@ MIN_FRAGMENT = 8
 # --------------------------------------------------------------------------------------------------------------
 # Secrets
 # --------------------------------------------------------------------------------------------------------------
+# Every rule below scans its input a bounded number of times: a pattern may only start where a run of its
+# characters starts (a lookbehind), a value's end is found once per position and cached, and a value is judged on
+# its first _DECIDE_LIMIT characters. tests/test_common_output.py feeds 1 MB inputs of several shapes and bounds
+# the CPU time.
+
+_DECIDE_LIMIT = 1024  # a longer value under a secret name is hidden without reading all of it
+_GRAM_CAP = 600_000  # fragments of registered secrets kept in memory (an environment value is at most 128 KiB)
 
 _TOKEN_SHAPES = re.compile(
     r"(?<![A-Za-z0-9])(?:"
@@ -72,42 +91,70 @@ _TOKEN_SHAPES = re.compile(
             r"xox[abposre]-[A-Za-z0-9\-]{10,}",  # Slack
             r"AIza[0-9A-Za-z_\-]{30,}",  # Google API keys
             r"npm_[A-Za-z0-9]{30,}",  # npm
-            # JWT; starts only where a token run starts, so a long "eyJ_eyJ_..." run is scanned once, not per "eyJ"
-            r"(?<![_\-])eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",
         )
     )
     + ")"
 )
+# A run of base64url characters and dots that holds "eyJ" (a JWT's first two characters), matched whole from the
+# run's start: the JWT inside it is found by splitting the run at its dots (_drop_jwts), once.
+_JWT_RUN = re.compile(r"(?<![A-Za-z0-9_\-.])[A-Za-z0-9_\-.]*eyJ[A-Za-z0-9_\-.]*")
 # "Authorization: Bearer x", "Proxy-Authorization=Basic x": the value, whatever its shape (placeholders kept).
 _AUTH_HEADER = re.compile(
-    r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:(?:basic|bearer|token|digest)\s+)?)(?!<)"
-    r"([^\s\"',;]+)"
+    r"(?i)\b((?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?:basic|bearer|token|digest)[ \t]+)?)(?!<)"
+    r"([^\s\"']+)"
 )
 # A bearer value in prose: needs a digit, so "a bearer token" stays.
 _BEARER = re.compile(r"(?i)\b(bearer\s+)(?=[A-Za-z0-9._~+/=\-]*[0-9])([A-Za-z0-9._~+/=\-]{8,})")
-# name=value pairs. An exact secret name scrubs any value; a name that only contains one (CACHE_KEY, SSH_AUTH_SOCK)
-# scrubs only a value that looks like a secret.
-_EXACT_NAME = re.compile(
-    r"(?i)(?:token|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|key|api[_-]?key|apikey|secret|"
-    r"client[_-]?secret|password|passwd|pwd|sig|signature|x-amz-signature|x-amz-credential)"
-)
-_SECRET_WORD = re.compile(r"(?i)token|key|secret|password|passwd|pwd|auth|credential")
-# One pass over name=value pairs (a linear scan: the name is a whole identifier); the callback decides.
-_ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z0-9_\-]+)(?P<sep>[ \t]*(?:=|:(?=[ \t]))[ \t]*[\"']?)"
-    r"(?P<value>[^\s&,;\"'<>)\]}]+)"
-)
-# "--api-key X", "--hf-token X": a flag whose last word names a secret, then its value after a space.
-_SECRET_FLAG = re.compile(
-    r"(?i)(?<![A-Za-z0-9_\-])(--?(?:[A-Za-z0-9]+[-_])*(?:key|token|secret|password|passwd|pwd)[ \t]+[\"']?)"
-    r"(?P<value>[^\s\"'-][^\s\"']*)"
-)
-# "scheme://user:pass word@host": a URL password with a space, up to the first "@" before a host (bounded).
-_URL_SPACED_PASSWORD = re.compile(
+# "scheme://user:pass word@host": a URL password holding a space, tab or control character, up to the first "@"
+# before a host (bounded). One without is left to the userinfo rule, which sees the whole run.
+_URL_ODD_PASSWORD = re.compile(
     r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://[^\s/@:]{0,256}:)(?P<value>[^\n@]{1,128}?)(?=@[A-Za-z0-9\[_])"
 )
-# "hf_token": "value" in JSON or a dict repr.
-_QUOTED_ASSIGNMENT = re.compile(r"(?P<name>(?P<q>[\"'])[A-Za-z0-9_\-]+(?P=q)\s*:\s*[\"'])(?P<value>[^\"'\s]+)")
+_ODD_CHAR = re.compile(r"[^\S\n]|[\x00-\x1f\x7f]")
+_PORT_PATH = re.compile(r"[0-9]{1,5}(?:/|$)")
+
+# Names. An exact secret name hides any value but a placeholder; a name that ends with a secret noun
+# (WANDB_API_KEY, DB_PASSWORD) hides any value but a short common one; a name that only contains a secret word
+# (CACHE_KEY, SSH_AUTH_SOCK) hides a value that looks like a secret.
+_EXACT_NAME = re.compile(
+    r"(?:token|access_?token|auth_?token|refresh_?token|id_?token|key|api_?key|apikey|secret|client_?secret|"
+    r"password|passwd|pwd|sig|signature|x_amz_signature|x_amz_credential|(?:aws_)?secret_?access_?key|"
+    r"private_?key|secret_?key)"
+)
+_STRONG_SUFFIX = re.compile(
+    r"(?:token|secret|password|passwd|api_?key|apikey|secret_?key|access_?key|private_?key|auth_?key|"
+    r"client_?secret|credentials?)$"
+)
+_SECRET_WORD = re.compile(r"(?i)token|key|secret|password|passwd|pwd|auth|credential")
+_NOT_SECRET_NAME = re.compile(r"tokeniz|tokens(?:_|$)")
+# name=value, name: value, "name": "value", name = 'value', --name=value (JSON-escaped quotes too). Only the name
+# and separator are matched; the value's end is found by _value_end.
+_SECRETISH = r"(?=[A-Za-z0-9_.\-]*?(?i:token|key|secret|passw|pwd|auth|credential|sig))"  # skip other names fast
+_NAME_SEP = re.compile(
+    r"(?<![A-Za-z0-9_.\-])(?:(?P<nq>\\?[\"'])" + _SECRETISH + r"(?P<qname>[A-Za-z0-9_.\-]+)(?P=nq)[ \t]*[:=][ \t]*"
+    r"|" + _SECRETISH + r"(?P<name>[A-Za-z0-9_\-][A-Za-z0-9_.\-]*)[ \t]*(?:=|:(?=[ \t\"'\\]))[ \t]*)"
+    r"(?P<vq>\\?[\"'])?"
+)
+# "--api-key X", "--hf-token 'X'", and the next item of an argument list: "'--api-key', 'X'", "[\"--token\", \"X\"]".
+_FLAG = r"--?(?:[A-Za-z0-9]+[-_])*(?:key|token|secret|password|passwd|pwd|credentials?)"
+_FLAG_ONLY = re.compile("(?i)" + _FLAG)
+_SECRET_FLAG = re.compile(
+    r"(?i)(?<![A-Za-z0-9_\-])(?:(?P<fq>\\?[\"'])" + _FLAG + r"(?P=fq)[ \t]*,[ \t]*|" + _FLAG + r"[ \t]+(?!--))"
+    r"(?P<vq>\\?[\"'])?"
+)
+# A secret name, then a few separator characters of any kind, then a key-like value (16+ characters mixing upper
+# case, lower case and digits): "'AWS_SECRET_ACCESS_KEY', '/wJalr...'", "aws_secret_access_key:/wJalr...".
+_NAMED_BLOB = re.compile(
+    r"(?i)(?<![A-Za-z0-9_\-])([A-Za-z0-9_\-]*?(?:secret|token|password|passwd|api_?key|access_?key|private_?key|"
+    r"auth_?key|credentials?)[ \t:=,\"'\\]{1,8})(?P<value>[A-Za-z0-9+/=_\-]{16,})"
+)
+_AFTER_QUOTE = frozenset(" \t\r\n,;:)]}&\\\"'.")  # what may follow a closing quote
+# Where an unquoted value ends: white space, a quote, or "&" before the next query parameter.
+_PLAIN_END = re.compile(r"[\s\"'`]|\\(?=[\"'])|&(?=[A-Za-z0-9_.\-]+=)")
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:<[^<>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\*+|x{1,4}|true|false|yes|no|on|off|none|null|nil|unset|empty|"
+    r"\"\"|'')$"
+)
 _COMMON_VALUE = re.compile(
     r"(?i)^(?:[-+]?[0-9][0-9.,_:]*|true|false|yes|no|on|off|none|null|nil|unset|empty|auto|default|"
     r"[a-z]{1,7}|\*+|x+|<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|[~.]?/.*|[A-Za-z]:\\.*)$"
@@ -119,19 +166,197 @@ _PLAIN_VALUE = re.compile(
     r"(?i)^(?:true|false|yes|no|on|off|none|null|nil|unset|empty|auto|default|[a-z]{1,7}|\*+|x+|<[^>]*>|"
     r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|[~.]?/.*|[A-Za-z]:\\.*)$"
 )
+_FLAG_OR_METAVAR = re.compile(r"-[A-Za-z]|[A-Z][A-Z_]{0,15}")
+_BASE64ISH = re.compile(r"/?[A-Za-z0-9+/]{15,}={0,2}")
 _SCHEMES_WORDS = ("basic", "bearer", "token", "digest")
-_RUN_WITH_AT = re.compile(r"(?<![^\s@])[^\s@]*@\S*")  # starts only at a run's start: linear, never per character
+# What the rules need somewhere in the text: a secret word (the name rules, auth headers, bearer values) or a
+# shape's start (token shapes, JWTs, URLs). Substring tests (fast, unlike a regular expression's alternation) let
+# plain words, numbers and paths through at once.
+_WORDS = ("token", "key", "secret", "passw", "pwd", "auth", "credential", "sig", "bearer")
+_SHAPE_STARTS = (
+    *("hf_", "api_org_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "k_live_", "k_test_"),
+    *("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "xox", "AIza", "npm_", "eyJ", "://", "@"),
+)
+# A run that holds "@", started only at a run's start (linear). Runs end at a space, tab or newline only, so a
+# carriage return or other control character inside URL credentials keeps them one run.
+_RUN_WITH_AT = re.compile(r"(?<![^ \t\n@])[^ \t\n@]*@[^ \t\n]*")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def _mixed(value: str) -> bool:
+    """Upper case, lower case and digits all present (a random key; rarely a word, path or version)."""
+    return any(c.isupper() for c in value) and any(c.islower() for c in value) and any(c.isdigit() for c in value)
+
+
+def _base64ish(value: str) -> bool:
+    """A value that starts like a path but is a key: base64 characters only, mixed, few slashes (an AWS secret
+    access key may start with "/": ``/K7MDENG/bPxRfiCY...``; ``/usr/lib/X11R6Fonts`` is a path)."""
+    return _BASE64ISH.fullmatch(value) is not None and value.count("/") <= len(value) // 10 + 1 and _mixed(value)
 
 
 def looks_like_secret(value: str) -> bool:
     """Whether a value of a secret-sounding name should be hidden: at least 8 characters and not a boolean, path,
     placeholder, short word or another variable's name. Digits alone and upper-case letters and digits count as
-    secrets (a PIN-like key, a base32 one)."""
+    secrets (a PIN-like key, a base32 one), and so do a base64 key that starts with "/" and a value holding "="."""
     value = value.strip().strip("\"'")
-    if len(value) < MIN_FRAGMENT or _PLAIN_VALUE.match(value) or _ENV_NAME.match(value):
+    if len(value) < MIN_FRAGMENT or _ENV_NAME.match(value) or value.startswith(REDACTED):
         return False
-    return not value.startswith(REDACTED)
+    if "=" in value or _base64ish(value):
+        return True
+    return not _PLAIN_VALUE.match(value)
+
+
+def _name_kind(name: str, in_tree: bool = False) -> Optional[str]:
+    """``exact``, ``strong`` or ``word`` for a name that says secret (see above), else None. In a report's tree
+    (``in_tree``) only exact and strong names count, and a bare ``key`` does not (a finding's key is no secret)."""
+    return _short_name_kind(name, in_tree) if len(name) <= 64 else _judge_name(name, in_tree)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_name_kind(name: str, in_tree: bool) -> Optional[str]:
+    return _judge_name(name, in_tree)
+
+
+def _judge_name(name: str, in_tree: bool) -> Optional[str]:
+    bare = name.lstrip("-").rsplit(".", 1)[-1].lower().replace("-", "_")
+    if not bare or _NOT_SECRET_NAME.search(bare):
+        return None
+    if _EXACT_NAME.fullmatch(bare):
+        return None if in_tree and bare == "key" else "exact"
+    if _STRONG_SUFFIX.search(bare):
+        return "strong"
+    if not in_tree and _SECRET_WORD.search(bare):
+        return "word"
+    return None
+
+
+def _hidden(kind: str, bare: str, head: str, length: int) -> bool:
+    """Whether the value (its first characters ``head``, ``length`` in all) of a ``kind`` name is hidden."""
+    value = head.strip()
+    if not value or value.startswith(REDACTED):
+        return False
+    judged = value.rstrip(")]},;.:")
+    if _PLACEHOLDER.match(judged) or _ENV_NAME.match(judged):
+        return False
+    if length > _DECIDE_LIMIT:
+        return True
+    if kind == "flag":  # the next flag ("-v", "--port") or a metavar ("--api-key KEY") is no value
+        return not (judged.startswith("--") or _FLAG_OR_METAVAR.fullmatch(judged))
+    if kind == "exact":
+        return not (bare == "key" and "=" not in judged and _COMMON_VALUE.match(judged))
+    if kind == "strong":
+        return looks_like_secret(judged) or not _COMMON_VALUE.match(judged)
+    return looks_like_secret(judged)
+
+
+class _Ends:
+    """The next position at or after ``start`` where a value ends, per kind of end. Each answer is cached: a scan
+    over growing positions searches every stretch of the text once."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.cache: Dict[str, Tuple[int, int]] = {}
+
+    def next(self, kind: str, start: int) -> int:
+        cached = self.cache.get(kind)
+        if cached is not None and cached[0] <= start <= cached[1]:
+            return cached[1]
+        if kind == "plain":
+            match = _PLAIN_END.search(self.text, start)
+            found = match.start() if match else len(self.text)
+        else:
+            found = self.text.find(kind, start)
+            if found < 0:
+                found = len(self.text)
+        self.cache[kind] = (start, found)
+        return found
+
+
+def _value_end(text: str, start: int, quote: Optional[str], ends: _Ends) -> int:
+    """Where a value starting at ``start`` ends: at its closing quote on the same line (before the backslash of
+    an escaped one), else where an unquoted value ends."""
+    if quote:
+        line_end = ends.next("\n", start)
+        close = ends.next(quote[-1], start)
+        for _ in range(8):  # a quote followed by more of the value (password="ab"cd") is inside it
+            if close >= line_end or close + 1 >= len(text) or text[close + 1] in _AFTER_QUOTE:
+                break
+            close = text.find(quote[-1], close + 1, line_end)
+            close = line_end if close < 0 else close
+        if close < line_end:
+            return close - 1 if quote[0] == "\\" and close > start and text[close - 1] == "\\" else close
+    return ends.next("plain", start)
+
+
+def _scan_values(text: str, pattern: re.Pattern[str], kind_of: Callable[[re.Match[str]], Optional[str]]) -> str:
+    """Hide the value after each match of ``pattern`` whose ``kind_of`` names a secret and whose value
+    :func:`_hidden` rejects. A value that is kept is scanned again (``ERROR: password=...``); a hidden one is
+    skipped."""
+    match = pattern.search(text)
+    if match is None:
+        return text
+    pieces: List[str] = []
+    last = pos = 0
+    ends = _Ends(text)
+    while True:
+        if pos:
+            match = pattern.search(text, pos)
+        if match is None:
+            break
+        pos = match.end()
+        kind = kind_of(match)
+        if kind is None:
+            continue
+        end = _value_end(text, pos, match.group("vq"), ends)
+        if end > pos and _hidden(kind, _bare(match), text[pos : min(end, pos + _DECIDE_LIMIT)], end - pos):
+            pieces.append(text[last:pos])
+            pieces.append(REDACTED)
+            last = pos = end
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def _bare(match: re.Match[str]) -> str:
+    name = match.groupdict().get("name") or match.groupdict().get("qname") or ""
+    return name.lstrip("-").rsplit(".", 1)[-1].lower().replace("-", "_")
+
+
+def _assignment_kind(match: re.Match[str]) -> Optional[str]:
+    return _name_kind(match.group("name") or match.group("qname"))
+
+
+def _drop_jwts(run: str) -> str:
+    """A run with its JWTs (``eyJ...`` header, payload and optional signature, dot-separated) hidden. A JWT may
+    follow ``-`` or ``_`` (``x-eyJ...``, ``tok_eyJ...``), or any letter or digit when its header decodes to JSON
+    text (``node1eyJhbGci...`` in a hostname; ``keyJSONParser.parse`` is no JWT)."""
+    parts = run.split(".")
+    out: List[str] = []
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        at = part.find("eyJ")
+        while at > 0 and part[at - 1] not in "_-" and not _json_head(part[at : at + 12]):
+            at = part.find("eyJ", at + 1)
+        if at >= 0 and len(part) - at >= 11 and i + 1 < len(parts) and len(parts[i + 1]) >= 4:
+            out.append(part[:at] + REDACTED)
+            i += 3 if i + 2 < len(parts) and "eyJ" not in parts[i + 2][:3] else 2
+        else:
+            out.append(part)
+            i += 1
+    return ".".join(out)
+
+
+def _json_head(head: str) -> bool:
+    """Whether 12 base64url characters decode to printable ASCII, as a JWT header's ``{"alg":"...`` does."""
+    import binascii  # built in
+
+    try:
+        raw = binascii.a2b_base64(head.replace("-", "+").replace("_", "/"))
+    except (binascii.Error, ValueError):
+        return False
+    return len(raw) == 9 and all(32 <= byte < 127 for byte in raw)
 
 
 def _userinfo(run: str) -> str:
@@ -175,6 +400,7 @@ class Scrubber:
 
     def __init__(self) -> None:
         self._variants: List[str] = []
+        self._grams: Set[str] = set()
         self._lock = _thread.allocate_lock()
 
     def add(self, secret: Optional[str]) -> None:
@@ -182,8 +408,14 @@ class Scrubber:
         if not secret or len(secret.strip()) < 4:
             return
         with self._lock:
-            merged = set(self._variants) | _variants(secret) | _variants(secret.strip())
-            self._variants = sorted(merged, key=len, reverse=True)
+            new = (_variants(secret) | _variants(secret.strip())) - set(self._variants)
+            self._variants = sorted(set(self._variants) | new, key=len, reverse=True)
+            grams = set(self._grams)
+            for form in sorted(new, key=len):
+                if len(grams) + len(form) > _GRAM_CAP:
+                    break  # the whole value is still replaced; only its fragments beyond the cap are not
+                grams.update(form[i : i + MIN_FRAGMENT] for i in range(len(form) - MIN_FRAGMENT + 1))
+            self._grams = grams
 
     def __call__(self, text: str) -> str:
         if not text:
@@ -192,104 +424,140 @@ class Scrubber:
             if variant in text:
                 text = text.replace(variant, REDACTED)
         text = scrub_shapes(text)
-        for variant in self._variants:
-            if len(variant) >= MIN_FRAGMENT:
-                text = _drop_fragments(text, variant)
+        if self._grams:
+            text = _drop_fragments(text, self._grams)
         return text
 
 
-def _drop_fragments(text: str, secret: str) -> str:
-    """Replace every 8-character window of ``text`` that also occurs inside ``secret`` (overlapping windows merge).
-    Time linear in ``text`` for a given secret: one ``find`` scan per window of the secret."""
+def _drop_fragments(text: str, grams: Set[str]) -> str:
+    """Replace every 8-character window of ``text`` that is a window of a registered secret (overlapping windows
+    merge). One set look-up per character: linear in ``text`` whatever the secrets' length."""
     k = MIN_FRAGMENT
-    grams = {secret[i : i + k] for i in range(len(secret) - k + 1)}
-    spans: List[Tuple[int, int]] = []
-    for gram in grams:
-        start = text.find(gram)
-        while start >= 0:
-            spans.append((start, start + k))
-            start = text.find(gram, start + 1)
-    if not spans:
+    hits = [i for i in range(len(text) - k + 1) if text[i : i + k] in grams]
+    if not hits:
         return text
-    spans.sort()
-    merged: List[List[int]] = []
-    for start, end in spans:
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
     pieces = []
     last = 0
-    for start, end in merged:
-        pieces.append(text[last:start])
-        pieces.append(REDACTED)
-        last = end
-    pieces.append(text[last:])
+    start, end = hits[0], hits[0] + k
+    for i in hits[1:]:
+        if i <= end:
+            end = i + k
+            continue
+        pieces += [text[last:start], REDACTED]
+        last, start, end = end, i, i + k
+    pieces += [text[last:start], REDACTED, text[end:]]
     return "".join(pieces)
 
 
 def scrub_shapes(text: str) -> str:
-    """Known token shapes, auth headers, secret parameters and URL userinfo; no registered values."""
+    """Known token shapes, auth headers, secret flags and parameters and URL userinfo; no registered values."""
     if not text:
         return text
+    lower = text.lower()
+    word = any(w in lower for w in _WORDS)
+    if not word and not any(start in text for start in _SHAPE_STARTS):
+        return text
     text = _TOKEN_SHAPES.sub(REDACTED, text)
-    text = _AUTH_HEADER.sub(
-        lambda m: m.group(0) if m.group(2).lower() in _SCHEMES_WORDS else m.group(1) + REDACTED, text
-    )
-    text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+    if "eyJ" in text:
+        text = _JWT_RUN.sub(lambda m: _drop_jwts(m.group(0)), text)
+    if word:
+        text = _AUTH_HEADER.sub(
+            lambda m: m.group(0) if m.group(2).lower() in _SCHEMES_WORDS else m.group(1) + REDACTED, text
+        )
+        text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
     if "://" in text:
-        text = _URL_SPACED_PASSWORD.sub(_spaced_password, text)
-    text = _SECRET_FLAG.sub(_secret_flag, text)
-    text = _ASSIGNMENT.sub(_assignment, text)
-    text = _QUOTED_ASSIGNMENT.sub(
-        lambda m: (
-            m.group("name") + REDACTED
-            if _SECRET_WORD.search(m.group("name")) and looks_like_secret(m.group("value"))
-            else m.group(0)
-        ),
-        text,
-    )
+        text = _URL_ODD_PASSWORD.sub(_odd_password, text)
+    if word:
+        if "-" in text:
+            text = _scan_values(text, _SECRET_FLAG, lambda m: "flag")
+        if "=" in text or ":" in text:
+            text = _scan_values(text, _NAME_SEP, _assignment_kind)
+        text = _NAMED_BLOB.sub(lambda m: m.group(1) + REDACTED if _mixed(m.group("value")) else m.group(0), text)
     if "@" in text:
         text = _RUN_WITH_AT.sub(lambda m: _userinfo(m.group(0)), text)
     return text
 
 
-def _spaced_password(match: re.Match[str]) -> str:
+def _odd_password(match: re.Match[str]) -> str:
     value = match.group("value")
-    if " " not in value or value.startswith(REDACTED):
-        return match.group(0)  # no space: the userinfo rule below sees the whole run
+    if value.startswith(REDACTED) or not _ODD_CHAR.search(value) or _PORT_PATH.match(value):
+        return match.group(0)  # an ordinary password: the userinfo rule below sees the whole run
     return match.group(1) + REDACTED
-
-
-def _secret_flag(match: re.Match[str]) -> str:
-    value = match.group("value")
-    if value.startswith((REDACTED, "$", "<")) or value.lower() in ("empty", "none", "null"):
-        return match.group(0)
-    return match.group(1) + REDACTED
-
-
-def _assignment(match: re.Match[str]) -> str:
-    """name=value: an exact secret name hides any value but a placeholder (and ``key`` keeps a common value, as in
-    a cache key); a name that only contains a secret word hides only a value that looks like a secret."""
-    name, value = match.group("name"), match.group("value")
-    bare = name.lstrip("-")
-    if value.startswith(REDACTED):
-        return match.group(0)
-    if _EXACT_NAME.fullmatch(bare):
-        if _COMMON_VALUE.match(value) and (bare.lower() == "key" or value.startswith("<")):
-            return match.group(0)
-        return name + match.group("sep") + REDACTED
-    if _SECRET_WORD.search(bare) and looks_like_secret(value):
-        return name + match.group("sep") + REDACTED
-    return match.group(0)
 
 
 SCRUBBER = Scrubber()
 
 
 def scrub(text: str) -> str:
-    """:data:`SCRUBBER` applied to ``text``."""
+    """:data:`SCRUBBER` applied to ``text``: registered secrets, their fragments and every known shape."""
     return SCRUBBER(text)
+
+
+def register_secret(value: Optional[str]) -> None:
+    """Register a secret value with :data:`SCRUBBER` (its escaped forms and 8-character fragments too)."""
+    SCRUBBER.add(value)
+
+
+def scrub_pair(name: str, value: str) -> str:
+    """``value`` as shown under the name ``name`` (a dictionary key, a variable): hidden whole when the name is a
+    secret's (``password``, ``WANDB_API_KEY``) and the value is not a placeholder or short common value, else
+    :func:`scrub`-bed."""
+    kind = _name_kind(name, in_tree=True)
+    bare = name.lstrip("-").rsplit(".", 1)[-1].lower().replace("-", "_")
+    if kind is not None and _hidden(kind, bare, value[:_DECIDE_LIMIT], len(value)):
+        return REDACTED
+    return scrub(value)
+
+
+def shell_word(value: str) -> str:
+    """``value`` as one word of a printed shell command: scrubbed BEFORE it is quoted (a quoted secret, its
+    quotes rewritten as ``'"'"'``, no longer has a shape the scrubber knows), then quoted when it holds shell
+    syntax. A leading ``~/`` (a path shown under the home folder) stays outside the quotes, since a quoted tilde
+    is not expanded: ``~/my env/bin/python`` becomes ``~/'my env/bin/python'``."""
+    import shlex  # only where a command is built
+
+    word = scrub(value)
+    if word == "~":
+        return word
+    if word.startswith("~/"):
+        rest = word[2:]
+        return "~/" + shlex.quote(rest) if rest else "~/"
+    return shlex.quote(word)
+
+
+def scrub_tree(value: Any, _depth: int = 0) -> Any:
+    """A copy of ``value`` (dicts, lists, tuples; other objects kept as they are) with every string scrubbed by
+    value, BEFORE it is serialised or rendered: dictionary keys too, a value by its key's name
+    (:func:`scrub_pair`), and the item after a secret flag in a list (``["--api-key", "X"]``)."""
+    if isinstance(value, str):
+        return scrub(value)
+    if _depth > 200:
+        return "..."
+    if isinstance(value, dict):
+        out: Dict[Any, Any] = {}
+        for key, item in value.items():
+            shown = scrub(key) if isinstance(key, str) else key
+            if shown in out:  # two keys scrubbed alike stay two entries
+                number = 2
+                while f"{shown} ({number})" in out:
+                    number += 1
+                shown = f"{shown} ({number})"
+            if isinstance(key, str) and isinstance(item, str):
+                out[shown] = scrub_pair(key, item)
+            else:
+                out[shown] = scrub_tree(item, _depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        items: List[Any] = []
+        after_flag = False
+        for item in value:
+            if isinstance(item, str) and after_flag and _hidden("flag", "", item[:_DECIDE_LIMIT], len(item)):
+                items.append(REDACTED)
+            else:
+                items.append(scrub_tree(item, _depth + 1))
+            after_flag = isinstance(item, str) and _FLAG_ONLY.fullmatch(item) is not None
+        return items if isinstance(value, list) else tuple(items)
+    return value
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -341,9 +609,14 @@ def one_line(text: str, limit: int = 240) -> str:
     return ""
 
 
-def clean_tree(value: Any, escape: bool = True, _depth: int = 0) -> Any:
-    """A JSON-ready copy of ``value``: string keys, no non-finite floats (None), bytes/sets/tuples/other objects
-    made plain, and (``escape``) control characters escaped in every string."""
+def clean_tree(value: Any, escape: bool = True) -> Any:
+    """A JSON-ready copy of ``value``: every string scrubbed by value first (:func:`scrub_tree`), string keys, no
+    non-finite floats (None), bytes/sets/tuples/other objects made plain, and (``escape``) control characters
+    escaped in every string."""
+    return _plain(scrub_tree(value), escape)
+
+
+def _plain(value: Any, escape: bool, _depth: int = 0) -> Any:
     if _depth > 200:
         return "..."
     if isinstance(value, str):
@@ -356,16 +629,16 @@ def clean_tree(value: Any, escape: bool = True, _depth: int = 0) -> Any:
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {
-            clean_tree(k if isinstance(k, str) else _key_text(k), escape, _depth + 1): clean_tree(v, escape, _depth + 1)
+            _plain(k if isinstance(k, str) else scrub(_key_text(k)), escape, _depth + 1): _plain(v, escape, _depth + 1)
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [clean_tree(v, escape, _depth + 1) for v in value]
+        return [_plain(v, escape, _depth + 1) for v in value]
     if isinstance(value, (set, frozenset)):
-        return [clean_tree(v, escape, _depth + 1) for v in sorted(value, key=repr)]
+        return [_plain(scrub_tree(v), escape, _depth + 1) for v in sorted(value, key=repr)]
     if isinstance(value, (bytes, bytearray)):
         return f"<{len(value)} bytes>"
-    return clean_tree(str(value), escape, _depth + 1)
+    return _plain(scrub(str(value)), escape, _depth + 1)
 
 
 def _key_text(key: Any) -> str:
@@ -376,9 +649,18 @@ def _key_text(key: Any) -> str:
     return str(key) if not isinstance(key, (bytes, bytearray)) else f"<{len(key)} bytes>"
 
 
-def dumps_strict(value: Any, indent: Optional[int] = 2) -> str:
-    """RFC 8259 JSON text of ``value`` (see :func:`clean_tree`), ASCII only, with a final newline."""
-    return json.dumps(clean_tree(value, escape=False), indent=indent, allow_nan=False, ensure_ascii=True) + "\n"
+class ScrubbedText(str):
+    """Text already scrubbed: JSON built from values that were each scrubbed before serialisation
+    (:func:`dumps_strict`), or text scrubbed before it was wrapped (:func:`fit_width`). :func:`emit` and the
+    streams of :func:`run_cli` write it as it is: a pass over serialised JSON could miss an escaped secret or
+    break the document's structure. Joined with other text it becomes a plain ``str`` and is scrubbed again."""
+
+
+def dumps_strict(value: Any, indent: Optional[int] = 2) -> ScrubbedText:
+    """RFC 8259 JSON text of ``value``, ASCII only, with a final newline: every string (keys too) scrubbed by
+    value before serialisation (:func:`clean_tree`), so the document always parses and holds no known secret."""
+    text = json.dumps(clean_tree(value, escape=False), indent=indent, allow_nan=False, ensure_ascii=True)
+    return ScrubbedText(text + "\n")
 
 
 def terminal_columns() -> int:
@@ -479,7 +761,7 @@ def _wrap_words(text: str, first: str, follow: str) -> List[str]:
     return out
 
 
-def fit_width(text: str, width: int = WIDTH) -> str:
+def fit_width(text: str, width: int = WIDTH) -> ScrubbedText:
     """Wrap every line longer than ``width`` at spaces; continuation lines keep the indent plus four spaces.
 
     The text is scrubbed first: a secret cut by a wrap would no longer match its shape when the output is scrubbed
@@ -493,7 +775,7 @@ def fit_width(text: str, width: int = WIDTH) -> str:
         indent = len(line) - len(line.lstrip(" "))
         follow = " " * min(indent + 4, width // 2)
         out.extend(_wrap_line(line, width, follow))
-    return "\n".join(out)
+    return ScrubbedText("\n".join(out))  # scrubbed before it was wrapped: emit writes it as it is
 
 
 def _wrap_line(line: str, width: int, follow: str) -> List[str]:
@@ -522,13 +804,14 @@ def _wrap_line(line: str, width: int, follow: str) -> List[str]:
 
 
 class _ScrubbingStream:
-    """A text stream that scrubs everything written to it, last."""
+    """A text stream that scrubs everything written to it, last (text that was scrubbed value by value before it
+    was serialised, a :class:`ScrubbedText`, is written as it is)."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        self._stream.write(scrub(text))
+        self._stream.write(text if isinstance(text, ScrubbedText) else scrub(text))
         return len(text)
 
     def __getattr__(self, name: str) -> Any:
@@ -544,10 +827,11 @@ def _silence_stdout() -> None:
 
 
 def emit(text: str, stream: Any = None) -> bool:
-    """Write ``text`` (scrubbed last) and flush; False when the reader closed the pipe (then stdout is silenced)."""
+    """Write ``text`` and flush; False when the reader closed the pipe (then stdout is silenced). Text is scrubbed
+    last; a :class:`ScrubbedText` (:func:`dumps_strict`'s JSON) was scrubbed value by value and is written as is."""
     stream = stream or sys.stdout
     try:
-        stream.write(scrub(text))
+        stream.write(text if isinstance(text, ScrubbedText) else ScrubbedText(scrub(text)))
         stream.flush()
     except BrokenPipeError:
         _silence_stdout()

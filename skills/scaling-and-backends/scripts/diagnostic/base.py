@@ -90,7 +90,10 @@ BACKEND_HELP = {
 }
 
 SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.IGNORECASE)
-URL_CREDENTIALS_RE = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<cred>[^/@\s:]*(?::[^/@\s]*)?)@")
+# The scheme starts where a run of scheme characters starts: one scan per run, so a long value is read once.
+URL_CREDENTIALS_RE = re.compile(
+    r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<cred>[^/@\s:]*(?::[^/@\s]*)?)@"
+)
 HF_TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{20,}\b")
 REDACTED = "<redacted>"
 
@@ -167,7 +170,7 @@ def sanitize(value: Any, home: Optional[str], secrets: Sequence[str]) -> Any:
         return {k: sanitize(v, home, secrets) for k, v in value.items()}
     if isinstance(value, list):
         return [sanitize(v, home, secrets) for v in value]
-    if isinstance(value, str):  # token shapes are scrubbed once, from the whole output, when it is written
+    if isinstance(value, str):  # token shapes: every string again in dumps_strict/clean_tree (scrub_tree)
         for secret in secrets:
             if secret in value:
                 value = value.replace(secret, REDACTED)

@@ -7,8 +7,8 @@ import re
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from common.output import shell_word
 from common.read import find_executable
-from common.shell import shell_word
 from common.trl_extras import EXTRA_GOALS
 
 from diagnostic.base import BACKEND_IDS, DIST_TO_ID, first_line, fmt_mib, read_text, version_tuple
@@ -16,7 +16,7 @@ from diagnostic.packages import DistRecord
 
 
 def _quoted(word: str) -> str:
-    """One shell word; a leading ``~/`` stays unquoted so the shell expands it (common/shell.py)."""
+    """One shell word, scrubbed then quoted; a leading ``~/`` stays unquoted so the shell expands it."""
     return shell_word(word)
 
 

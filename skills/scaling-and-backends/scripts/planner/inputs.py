@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from common import simple_yaml
-from common.output import escape_controls
+from common.output import escape_controls, shell_word
 from common.read import InputError, read_bytes
 from common.values import InvalidValue, NotJson, integer, load_json, number, short
 
@@ -155,10 +154,11 @@ def check_params_text(text: Optional[str]) -> None:
 
 
 def shell_safe(value: Optional[str]) -> Optional[str]:
-    """A value for the printed command templates: as it is when it holds no shell syntax, else shell-quoted."""
+    """A value for the printed command templates: as it is when it holds no shell syntax, else scrubbed and
+    shell-quoted (common.output.shell_word)."""
     if value is None or _SAFE_MODEL_ID.match(value):
         return value
-    return shlex.quote(value)
+    return shell_word(value)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -5,11 +5,10 @@ and, when nothing fits, the constraint to drop. The plan is a plain dict: the re
 
 from __future__ import annotations
 
-import shlex
 from typing import Any, Dict, List, Optional
 
 from common import versions
-from common.shell import shell_word
+from common.output import shell_word
 
 from stack.goals import combined
 from stack.inputs import PlanRequest
@@ -60,7 +59,7 @@ def pip_line(interpreter: str, space: Space, solution: Solution) -> Optional[str
         return None
     if not solution.moved and not solution.added:
         return None  # the extras' packages are all present at fitting releases
-    return f"{shell_word(interpreter)} -m pip install " + " ".join(shlex.quote(t) for t in targets)
+    return f"{shell_word(interpreter)} -m pip install " + " ".join(shell_word(t) for t in targets)
 
 
 def _direction(old: str, new: str) -> str:

@@ -1,4 +1,4 @@
-"""scripts/common/shell.py: a printed interpreter path runs when pasted, ``~/`` included (issue 27)."""
+"""common/output.py shell_word: a printed interpreter path runs when pasted, ``~/`` included (issue 27)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from common.shell import shell_word
+from common.output import shell_word
 
 PATHS = [
     "~/venv/bin/python",
