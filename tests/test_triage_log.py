@@ -88,7 +88,7 @@ def test_unknown_failure_prints_the_excerpt(tmp_path: Path) -> None:
     run = run_triage([str(log)])
     assert "root failure (unknown" in run.stdout
     assert "excerpt:" in run.stdout and '\n        3    File "a.py", line 1, in f\n' in run.stdout
-    assert '\n    grep -rn -F "division by zero in the reward function" \\\n' in run.stdout
+    assert "\n    grep -rn -F 'division by zero in the reward function' \\\n" in run.stdout
     assert json.loads(run_triage([str(log), "--json"]).stdout)["verdict"] == "unknown"
 
 
