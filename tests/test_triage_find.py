@@ -105,3 +105,36 @@ def test_a_known_warning_is_a_note_not_the_root(tmp_path: Path, index) -> None:
     choice, _ = triage_files([path], index)
     assert choice.root.text == "ValueError: later"
     assert [g.text[:12] for g in choice.notes] == ["Falling back"]
+
+
+def test_distinct_messages_keep_memory_bounded_and_the_root(tmp_path: Path, index, monkeypatch) -> None:
+    """Memory grew with the number of distinct messages (1.7 GB for 50 MB): groups, ranks and hosts are bounded,
+    and a failure worth more takes the place of the least kept group."""
+    monkeypatch.setattr(find, "MAX_GROUPS", 50)
+    monkeypatch.setattr(find, "MAX_SEEN", 40)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta"]
+    lines = [f"[rank{i}]:ERROR {words[i % 8]} {words[i // 8 % 8]} {words[i // 64 % 8]} x" for i in range(500)]
+    lines += [f"host{i}:1:2 [{i}] NCCL INFO retry failed {words[i % 8]} {words[i // 8 % 8]}" for i in range(100)]
+    lines.append("Traceback (most recent call last):")
+    lines.append("ZeroDivisionError: division by zero in the reward function")
+    path = tmp_path / "x.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    choice, findings = triage_files([path], index)
+    assert len(findings.groups) <= 50 and findings.dropped > 0
+    assert (
+        len(findings.ranks) + len(findings.hosts) + sum(len(g.ranks) + len(g.hosts) for g in findings.groups.values())
+        <= 40
+    )
+    assert choice.root is not None and "ZeroDivisionError" in choice.root.text
+
+
+def test_a_superscript_rank_in_torchelastics_table_is_no_rank(tmp_path: Path, index) -> None:
+    """``rank : ²`` passed str.isdigit() and failed int(): an internal error."""
+    path = tmp_path / "x.log"
+    path.write_text(
+        "Root Cause (first observed failure):\n[0]:\n  time      : 2025-05-01_13:00:00\n  host      : node-1\n"
+        "  rank      : \u00b2 (local_rank: 5)\n  exitcode  : 1 (pid: 1)\n==========\nValueError: x\n",
+        encoding="utf-8",
+    )
+    _, findings = triage_files([path], index)
+    assert [(r.rank, r.host) for r in findings.elastic] == [(None, "node-1")]

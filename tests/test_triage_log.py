@@ -3,13 +3,21 @@ the log, standard input, unknown failures, bad input (exit 2, one line, no trace
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shlex
 import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from triage import match
 
-from triage_helpers import OOM, interleave, run_triage, watchdog, write
+from conftest import with_bytecode_cache
+from triage_helpers import OOM, SCRIPT, interleave, run_triage, watchdog, write
 
 FIXTURE = Path(__file__).parent / "fixtures" / "triage" / "oom-8-ranks.log"
 
@@ -88,7 +96,7 @@ def test_unknown_failure_prints_the_excerpt(tmp_path: Path) -> None:
     run = run_triage([str(log)])
     assert "root failure (unknown" in run.stdout
     assert "excerpt:" in run.stdout and '\n        3    File "a.py", line 1, in f\n' in run.stdout
-    assert '\n    grep -rn -F "division by zero in the reward function" \\\n' in run.stdout
+    assert "\n    grep -rn -F 'division by zero in the reward function' \\\n" in run.stdout
     assert json.loads(run_triage([str(log), "--json"]).stdout)["verdict"] == "unknown"
 
 
@@ -214,3 +222,71 @@ def test_a_weight_sync_socket_failure_names_its_entry_and_the_side_per_release(
     assert report["entry"]["file"] == "troubleshooting/multi-node.md"
     assert report["entry"]["heading"] == "Weight sync cannot connect between trainer and server hosts"
     assert report["variant"]["label"] == label and says in report["variant"]["text"]
+
+
+@pytest.mark.serial
+def test_endless_standard_input_stops_at_the_deadline_and_says_so() -> None:
+    """An endless pipe of error lines ran minutes before the byte cap stopped it."""
+    env = with_bytecode_cache(dict(os.environ), sys.executable)
+    child = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--json", "--deadline", "0.5"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    line = b"[rank3]:ValueError: reward worker lost, retrying step\n" * 1000
+
+    def feed() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while child.poll() is None:
+                child.stdin.write(line)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    start = time.monotonic()
+    writer.start()
+    out = child.stdout.read()  # until the command ends; the pipe stays open and full all along
+    err = child.stderr.read()
+    child.wait(timeout=30)
+    assert time.monotonic() - start < 10
+    report = json.loads(out)
+    assert report["sources"][0]["stopped"] == "time" and report["sources"][0]["truncated"], err
+    assert report["root"]["ranks"] == [3]
+
+
+def test_utf16_log_from_powershell(tmp_path: Path) -> None:
+    log = tmp_path / "x.log"
+    log.write_bytes(b"\xff\xfe" + "step 1\r\nZeroDivisionError: division by zero here\r\n".encode("utf-16-le"))
+    run = run_triage([str(log)])
+    assert "root failure (unknown" in run.stdout and "ZeroDivisionError: division by zero here" in run.stdout
+    assert "decoded as UTF-16" in run.stdout
+
+
+def test_the_printed_grep_finds_the_line_and_holds_no_secret(tmp_path: Path) -> None:
+    """The index search is built from the scrubbed line: run against the log itself, exactly as printed, it finds
+    the failure line; a scrubbed key is never part of it."""
+    token = "hf_" + "abcdefghijklmnopqrstuvwx"
+    log = write(
+        tmp_path / "x.log",
+        "Traceback (most recent call last):\n"
+        f"PermissionError: the hub's gate rejected {token} as an invalid credential; can't go on\n",
+    )
+    lines = run_triage([str(log)]).stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  (it reads the installed releases)")) + 1
+    command = [lines[start]]
+    while command[-1].endswith("\\"):
+        command.append(lines[start + len(command)])
+    script = "\n".join(command)
+    assert token[3:11] not in script and "redacted" not in script
+    folder = shlex.quote(str(Path(match.SKILL_DIR) / "troubleshooting")) + "/"
+    assert folder in script
+    done = subprocess.run(["bash", "-c", script.replace(folder, shlex.quote(str(log)))], capture_output=True, text=True)
+    assert done.returncode == 0 and "PermissionError" in done.stdout, (script, done.stderr)
+
+
+def test_a_key_across_the_cut_of_a_long_line_is_not_printed(tmp_path: Path) -> None:
+    token = "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vW7xY"
+    log = write(tmp_path / "x.log", "ValueError: " + "y " * 990 + token + " z" * 400 + "\n")
+    for flags in ([], ["--json"]):
+        run = run_triage([str(log), *flags])
+        assert run.code == 0 and "hf_a" not in run.stdout and token[3:11] not in run.stdout

@@ -34,6 +34,6 @@ def test_skill_relative_commands_name_the_scripts_by_absolute_path() -> None:
 def test_grep_command_takes_a_plain_run_of_the_message() -> None:
     command = match.grep_command("RuntimeError: Expected all tensors to be on the same device, but found cuda:0")
     folder = str(SCRIPTS_DIR.parent / "troubleshooting")
-    assert command == f'grep -rn -F "Expected all tensors to be on the same device" {folder}/'
-    assert re.fullmatch(r'grep -rn -F "[^"$`\\]+" ' + re.escape(folder) + "/", command)
+    assert command == f"grep -rn -F 'Expected all tensors to be on the same device' {folder}/"
+    assert re.fullmatch(r"grep -rn -F '[^'$`\\]+' " + re.escape(folder) + "/", command)
     assert match.grep_command("E 1 2 3") == ""

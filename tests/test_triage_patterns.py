@@ -3,6 +3,9 @@ figures, printed releases, shapes."""
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
 from triage import patterns
 
@@ -93,3 +96,56 @@ def test_releases_in(line: str, found: list) -> None:
 def test_shape_and_rank_ranges() -> None:
     assert patterns.shape("[Rank 3] step 12 failed at 0x7f") == "[Rank # step # failed at #"
     assert patterns.ranks_text([0, 1, 2, 4, 6, 7]) == "0-2, 4, 6-7"
+
+
+def _cpu(function, text: str) -> float:
+    """The least CPU time of three calls of ``function(text)``."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        function(text)
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _every_pattern():
+    named = [(name, value) for name, value in vars(patterns).items() if isinstance(value, re.Pattern)]
+    named += [(f"echo {name}", pattern) for name, pattern in patterns.ECHO_PATTERNS]
+    named += [(f"failure {i}", pattern) for i, pattern in enumerate(patterns.FAILURE_PATTERNS)]
+    named += [(f"release {name}", pattern) for name, pattern in patterns.RELEASE_PATTERNS]
+    named += [(f"oom {name}", pattern) for name, pattern in patterns.OOM_FIGURES]
+    return named
+
+
+# Repeated pieces that made a pattern restart a long scan at every occurrence (quadratic in the line): a long word
+# (the shape's digit search), a long number (OOM figures), "A ... B" patterns whose A repeats without B.
+_UNITS = ("=", "a", "7", "1.0", "[PG ", "DistStoreError ", "DistNetworkError ", "Command '[", "Error",
+          "subprocess.CalledProcessError ", "supports vLLM versions from ", "ERROR ", "[Rank ", "token=")  # fmt: skip
+
+
+@pytest.mark.serial
+def test_every_pattern_is_linear_in_the_line() -> None:
+    """Cost at 4n characters stays near 4x the cost at n for every pattern and hostile line (quadratic is 16x)."""
+    slow = []
+    for name, pattern in _every_pattern():
+        for unit in _UNITS:
+            small, large = ((unit * (n // len(unit) + 1))[:n] for n in (2000, 8000))
+            costs = [_cpu(lambda t, p=pattern: (p.search(t), p.sub("", t)), text) for text in (small, large)]
+            if costs[1] > 8 * costs[0] + 0.003:
+                slow.append((name, unit, costs))
+    assert not slow
+
+
+@pytest.mark.serial
+def test_shape_of_a_long_word_is_linear() -> None:
+    """1,000 lines of ``ERROR ====…`` (2 KB each) cost 30 CPU-s: the digit search backtracked over long words."""
+    assert patterns.shape("ERROR " + "=" * 2000) == "ERROR " + "=" * 2000
+    assert patterns.shape("a1b c d2 x") == "# c # x"
+    small, large = (_cpu(patterns.shape, "ERROR " + "=" * n) for n in (4000, 16000))
+    assert large < 8 * small + 0.003, (small, large)
+
+
+def test_digits_other_than_ascii_are_no_rank_or_time() -> None:
+    assert patterns.split_rank("[rank\u00b2]: x") == (None, "[rank\u00b2]: x")
+    assert patterns.timestamp("2025-05-01 1\u0663:00:00") is None
+    assert patterns.NCCL_PREFIX.match("host:1:2 [\u0663] NCCL WARN x") is None

@@ -27,14 +27,22 @@ if _HERE not in sys.path:
 
 from common.output import HelpFormatter, dumps_strict, emit, escape_controls, run_cli, scrub_tree  # noqa: E402
 from common.troubleshooting import Index, IndexUnreadable, Match, load_index  # noqa: E402
-from common.values import bounded_int  # noqa: E402
+from common.values import bounded_float, bounded_int  # noqa: E402
 from fixes.load import IndexUnreadable as FixIndexUnreadable  # noqa: E402
 from fixes.load import load_index as load_fix_index  # noqa: E402
 from fixes.render import summary as fix_summary  # noqa: E402
 from fixes.search import search as search_fixes  # noqa: E402
 from triage import find, patterns  # noqa: E402
-from triage.inputs import DEFAULT_MIB, MAX_MIB, Request, TriageInputError, build_request  # noqa: E402
-from triage.read import InputError, SourceStats, check_sources, iter_hits, make_sources, scanner  # noqa: E402
+from triage.inputs import (  # noqa: E402
+    DEFAULT_DEADLINE_S,
+    DEFAULT_MIB,
+    MAX_DEADLINE_S,
+    MAX_MIB,
+    Request,
+    TriageInputError,
+    build_request,
+)
+from triage.read import Budget, InputError, SourceStats, check_sources, iter_hits, make_sources, scanner  # noqa: E402
 from triage.render import build_report, render_text  # noqa: E402
 
 PROG = "triage_log.py"
@@ -43,8 +51,11 @@ EPILOG = """\
 what it reads:
   one or more log files (a rank or a server per file; a file name like rank3.log names the rank), or standard
   input ('-', the default), where lines may carry torchrun's '[rank3]:' / '[default3]:' prefixes. Files are read
-  in pieces, never more than --max-mib each; only lines that hold an error, warning, kill, timeout, release or a
-  message of the troubleshooting index are decoded. It writes nothing and runs nothing.
+  in pieces, never more than --max-mib each, for at most --deadline seconds in all (an endless pipe stops then,
+  and the report says which log was cut short and why); UTF-16 logs (PowerShell's '>') and UTF-8 with a
+  byte-order mark are decoded. Only lines that hold an error, warning, kill, timeout, release or a message of
+  the troubleshooting index are decoded; a line over 2,000 characters is scrubbed of secrets whole, then kept as
+  its head and the part around each such word. It writes nothing and runs nothing.
 
 what it reports:
   the root failure: the first failure in time across the logs (each line's timestamp, else the last one before it
@@ -93,6 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MIB",
         help="read at most this many MiB of each log (default: %(default)s)",
     )
+    parser.add_argument(
+        "--deadline",
+        type=bounded_float(0, MAX_DEADLINE_S, exclusive_minimum=True),
+        default=DEFAULT_DEADLINE_S,
+        metavar="SECONDS",
+        help="stop reading after this many seconds, all logs together, and report on what was read "
+        "(default: %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of text")
     parser.add_argument("--verbose", action="store_true", help="list every echo, later failure and known message")
     return parser
@@ -106,7 +125,8 @@ def triage(request: Request, index: Optional[Index] = None) -> Dict[str, object]
     check_sources(sources)
     pattern = scanner(index.scan_tokens(patterns.SCAN_TOKENS))
     stats: List[SourceStats] = []
-    hits = iter_hits(sources, pattern, find.wants_context, request.limit_bytes, stats)
+    budget = Budget(request.deadline_s)
+    hits = iter_hits(sources, pattern, find.wants_context, request.limit_bytes, stats, budget)
     findings = find.collect(hits, sources)
     matched: Dict[str, List[Match]] = {}
     for shape, group in findings.groups.items():
@@ -158,6 +178,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             max_mib=args.max_mib,
             json=args.json,
             verbose=args.verbose,
+            deadline=args.deadline,
         )
         report = triage(request)
     except TriageInputError as error:

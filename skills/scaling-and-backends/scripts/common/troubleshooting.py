@@ -27,7 +27,7 @@ INDEX_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file
 SKILL_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _SKILL_SCRIPT = re.compile(r"^python3 scripts/(\S+)")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_]{3,}")
-_MINOR = re.compile(r"^\s*v?(\d+)\.(\d+)")
+_MINOR = re.compile(r"^\s*v?([0-9]{1,6})\.([0-9]{1,6})")
 RELEASE_HISTORY = "troubleshooting/release-history.md"
 LABELS = {"trl": "TRL", "vllm": "vLLM"}
 # An exception line: "ValueError: …", "torch.OutOfMemoryError: …", "RuntimeError", "[rank0]: …Error: …".

@@ -7,17 +7,24 @@ timestamp the order is the order within a source; across sources it is then unkn
 
 from __future__ import annotations
 
+import heapq
 import re
 from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from triage import patterns
 from triage.read import AFTER, BEFORE, Hit, Source
 
-MAX_GROUPS = 5000  # distinct message shapes kept; failures and echoes are kept past it, other lines are not
+MAX_GROUPS = 5000  # distinct message shapes kept; past it a failure or echo takes the place of the least one
 MAX_LINES_PER_GROUP = 8  # occurrences kept per group (first ones, for the report's line numbers)
+MAX_SEEN = 100_000  # ranks and hosts kept, all groups together (a log can name a million)
+MAX_CLOCKS = 65_536  # (source, rank) pairs whose last timestamp is kept
+MAX_TABLES = 16  # torchelastic failure tables read
+MAX_RECORDS = 1024  # rank records kept from them
 
 # Kinds, in the order a root is looked for.
 FATAL, ERROR, ECHO, WARNING, OTHER = "fatal", "error", "echo", "warning", "other"
+_WORTH = {OTHER: 0, WARNING: 1, ECHO: 2, ERROR: 3, FATAL: 4}
+_NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: str.isdigit() also takes "²", which int() refuses
 _GENERIC_ERROR = patterns.FAILURE_PATTERNS[3]  # an ERROR-level log line: a failure only when nothing else is
 _SPECIFIC = tuple(p for p in patterns.FAILURE_PATTERNS if p is not _GENERIC_ERROR)
 
@@ -76,6 +83,31 @@ class Findings:
         self.stamped = False  # some line carried a timestamp
         self.dropped = 0  # lines of shapes not kept (over MAX_GROUPS)
         self.hits = 0
+        self.tables = 0  # torchelastic tables read
+        self.seen = 0  # ranks and hosts held in the sets, all together
+        self._order: List[Tuple[int, float, int, str]] = []  # a heap: the least group first
+        self._arrivals = 0
+
+    def note(self, values: Set, value: object) -> None:
+        """Add a rank or host to a set while the bound on all of them allows."""
+        if value not in values and self.seen < MAX_SEEN:
+            values.add(value)
+            self.seen += 1
+
+    def add(self, group: Group, when: Optional[float]) -> bool:
+        """Keep a new group. Past ``MAX_GROUPS`` it takes the place of the least kept one (the lowest kind, then the
+        latest in time, then the last read) when it is worth more; False when it is not kept."""
+        self._arrivals += 1
+        key = (_WORTH[group.kind], -(when if when is not None else float("inf")), -self._arrivals, group.shape)
+        if len(self.groups) >= MAX_GROUPS:
+            if key <= self._order[0]:
+                return False
+            least = self.groups.pop(heapq.heappop(self._order)[3])
+            self.dropped += least.count
+            self.seen -= len(least.ranks) + len(least.hosts)
+        heapq.heappush(self._order, key)
+        self.groups[group.shape] = group
+        return True
 
 
 def kind_of(text: str) -> Tuple[str, Optional[str]]:
@@ -118,7 +150,7 @@ def elastic_records(hit: Hit, root: bool) -> List[ElasticRecord]:
             records.append(
                 ElasticRecord(
                     root,
-                    int(rank_text) if rank_text.isdigit() else None,
+                    int(rank_text) if _NUMBER.fullmatch(rank_text) else None,
                     rows.get("host", ""),
                     rows.get("exitcode", ""),
                     rows.get("time", ""),
@@ -163,38 +195,42 @@ def collect(hits: Iterable[Hit], sources: Sequence[Source]) -> Findings:
         stamp = patterns.timestamp(body)
         key = (hit.source, rank)
         if stamp is not None:
-            last_time[key] = stamp
+            if key in last_time or len(last_time) < MAX_CLOCKS:
+                last_time[key] = stamp
             findings.stamped = True
         when = stamp if stamp is not None else last_time.get(key)
         for package, version in patterns.releases_in(body):
             findings.releases.setdefault(package, (version, hit.source, hit.line))
-        if hit.after:
-            findings.elastic.extend(elastic_records(hit, patterns.ELASTIC_ROOT in body))
+        if hit.mode == AFTER:
+            if findings.tables < MAX_TABLES:
+                findings.tables += 1
+                records = elastic_records(hit, patterns.ELASTIC_ROOT in body)
+                findings.elastic.extend(records[: MAX_RECORDS - len(findings.elastic)])
             continue
         if rank is not None:
-            findings.ranks.add(rank)
+            findings.note(findings.ranks, rank)
         if host:
-            findings.hosts.add(host)
+            findings.note(findings.hosts, host)
         shape = patterns.shape(body)
         group = findings.groups.get(shape)
         if group is None:
             kind, echo = kind_of(body)
-            if len(findings.groups) >= MAX_GROUPS and kind in (WARNING, OTHER):
+            group = Group(shape, body.strip(), kind, echo)
+            if (len(findings.groups) >= MAX_GROUPS and kind in (WARNING, OTHER)) or not findings.add(group, when):
                 findings.dropped += 1
                 continue
-            group = findings.groups[shape] = Group(shape, body.strip(), kind, echo)
         group.count += 1
         if rank is not None:
-            group.ranks.add(rank)
+            findings.note(group.ranks, rank)
         if host:
-            group.hosts.add(host)
+            findings.note(group.hosts, host)
         if len(group.occurrences) < MAX_LINES_PER_GROUP:
             group.occurrences.append(Occurrence(hit.source, hit.line, rank, host, when, stamp is not None))
-            if not group.before and hit.before:
+            if not group.before and hit.mode == BEFORE:
                 group.before = _same_rank(hit.before, rank)
     for record in findings.elastic:
         if record.host:
-            findings.hosts.add(record.host)
+            findings.note(findings.hosts, record.host)
     return findings
 
 

@@ -13,6 +13,8 @@ from common.troubleshooting import report_releases as read_report_releases
 MAX_MIB = 4096
 DEFAULT_MIB = 1024
 MAX_SOURCES = 256
+DEFAULT_DEADLINE_S = 20.0
+MAX_DEADLINE_S = 3600.0
 
 
 class TriageInputError(Exception):
@@ -26,6 +28,7 @@ class Request(NamedTuple):
     json: bool
     verbose: bool
     limit_bytes: int
+    deadline_s: float = DEFAULT_DEADLINE_S  # the reading stops then, all logs together, and says so
 
 
 def report_releases(path: str) -> Dict[str, str]:
@@ -44,6 +47,7 @@ def build_request(
     max_mib: int,
     json: bool,
     verbose: bool,
+    deadline: float = DEFAULT_DEADLINE_S,
 ) -> Request:
     """The request from the command's values; raises :class:`TriageInputError` for a bad one."""
     paths: List[str] = list(logs or ["-"])
@@ -65,4 +69,6 @@ def build_request(
             releases[package], origin[package] = version, flag
     if not isinstance(max_mib, int) or not 1 <= max_mib <= MAX_MIB:
         raise TriageInputError(f"--max-mib must be between 1 and {MAX_MIB}")
-    return Request(tuple(paths), releases, origin, bool(json), bool(verbose), max_mib * 1024 * 1024)
+    if not isinstance(deadline, (int, float)) or not 0 < deadline <= MAX_DEADLINE_S:
+        raise TriageInputError(f"--deadline must be more than 0 and at most {MAX_DEADLINE_S:g} seconds")
+    return Request(tuple(paths), releases, origin, bool(json), bool(verbose), max_mib * 1024 * 1024, float(deadline))

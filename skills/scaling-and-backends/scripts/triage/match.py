@@ -11,22 +11,25 @@ from typing import Any, Dict, Optional
 
 from common.troubleshooting import EXCEPTION_LINE, SKILL_DIR, runnable
 
-_SAFE_FRAGMENT = re.compile(r"[A-Za-z][A-Za-z ,.:;()/_'-]{11,}")
+_SAFE_FRAGMENT = re.compile(r"[A-Za-z][A-Za-z ,.:;()/_-]{11,}")
 
 
 def grep_command(text: str) -> str:
-    """``grep -rn -F "<fragment>" troubleshooting/`` for the longest plain run of a message (no digits, quotes or
-    shell characters), or "" when it has none long enough."""
+    """``grep -rn -F '<fragment>' troubleshooting/`` for the longest plain run of a message (letters and
+    punctuation only: no digits, quotes or shell characters; a run is a piece of the line as it stands, so the
+    same grep finds it in the log), or "" when it has none long enough. ``text`` must be scrubbed already: a
+    ``<redacted>`` is never part of a run, so the command never holds a secret or a text the log lacks."""
     body = EXCEPTION_LINE.match(text)
     message = body.group("msg") if body and body.group("msg") else text
-    runs = [run.strip(" ,.:;'") for run in _SAFE_FRAGMENT.findall(message.replace("'", " "))]
+    runs = [run.strip(" ,.:;") for run in _SAFE_FRAGMENT.findall(message)]
     runs = [run for run in runs if len(run) >= 12]
     if not runs:
         return ""
     best = max(runs, key=len)
     if len(best) > 48:
         best = best[:48].rsplit(" ", 1)[0]
-    return f'grep -rn -F "{best.strip(" ,.:;")}" {shlex.quote(os.path.join(SKILL_DIR, "troubleshooting"))}/'
+    fragment = shlex.quote(best.strip(" ,.:;"))
+    return f"grep -rn -F {fragment} {shlex.quote(os.path.join(SKILL_DIR, 'troubleshooting'))}/"
 
 
 def next_command(entry: Optional[Dict[str, Any]], root_text: str) -> str:

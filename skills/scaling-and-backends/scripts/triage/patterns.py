@@ -55,21 +55,24 @@ SCAN_TOKENS: Tuple[bytes, ...] = (
 )
 # Prefixes that name the rank of an interleaved line: torchrun --tee/--log-line-prefix "[rank3]:", "[default3]:",
 # Open MPI "[1,3]<stderr>:". The match is stripped before the line is judged.
-RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d{1,6})\]:\s?|^\[\d{1,6},(\d{1,6})\]<std(?:out|err)>:\s?")
+RANK_PREFIX = re.compile(r"^\[(?:rank|default)([0-9]{1,6})\]:\s?|^\[[0-9]{1,6},([0-9]{1,6})\]<std(?:out|err)>:\s?")
 # "host:pid:tid [rank] NCCL ..." (NCCL's own prefix) names the host and the rank.
-NCCL_PREFIX = re.compile(r"^([A-Za-z0-9][\w.-]{0,62}):(\d+):\d+ \[(\d{1,6})\] NCCL ")
+NCCL_PREFIX = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]{0,62}):([0-9]+):[0-9]+ \[([0-9]{1,6})\] NCCL ")
 # "[Rank 3]" / "Rank 3" inside torch's messages.
-RANK_IN_TEXT = re.compile(r"\[(?:PG [^\]]*)?Rank (\d{1,6})\]|\brank[ =:]+(\d{1,6})\b", re.I)
+RANK_IN_TEXT = re.compile(r"\[(?:PG [^\[\]]*)?Rank ([0-9]{1,6})\]|\brank[ =:]+([0-9]{1,6})\b", re.I)
 
 _MONTHS = {
     m: i for i, m in enumerate(["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)
 }
-_ISO = re.compile(r"\b(?:\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?")
+_ISO = re.compile(r"\b[0-9]{4}-([0-9]{2})-([0-9]{2})[T ]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:[.,]([0-9]{1,9}))?")
 _LEVEL_MD = re.compile(
-    r"\b(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN)\s+(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+    r"\b(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|WARN)\s+([0-9]{2})-([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:\.([0-9]{1,9}))?"
 )
-_GLOG = re.compile(r"\b[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{1,9})\b")
-_SYSLOG = re.compile(r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})\b")
+_GLOG = re.compile(r"\b[IWEF]([0-9]{2})([0-9]{2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{1,9})\b")
+_SYSLOG = re.compile(
+    r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +([0-9]{1,2}) ([0-9]{2}):([0-9]{2}):([0-9]{2})\b"
+)
 
 
 def timestamp(text: str) -> Optional[float]:
@@ -98,6 +101,10 @@ def _seconds(month: int, day: int, hour: int, minute: int, second: int, frac: Op
 
 TRACEBACK_START = "Traceback (most recent call last):"
 
+# "A.*B" as "A, then anything without another A, then B": the same lines, but each A is followed once, so a line
+# full of A costs its length, not its length times the number of A (the first form restarts at every A).
+_UNTIL = "(?:(?!{}).)*?"
+
 # Lines that are only a consequence of a failure elsewhere (another rank died, the launcher tears the job down). They
 # are reported as echoes and are the root only when nothing else failed.
 ECHO_PATTERNS: Tuple[Tuple[str, re.Pattern[str]], ...] = tuple(
@@ -112,15 +119,25 @@ ECHO_PATTERNS: Tuple[Tuple[str, re.Pattern[str]], ...] = tuple(
         ("launcher teardown", r"ChildFailedError|torch\.distributed\.elastic\.multiprocessing\.errors"),
         ("launcher teardown", r"elastic\.multiprocessing\.api:failed \(exitcode|Sending process \d+ closing signal"),
         ("launcher teardown", r"SignalException|[Pp]rocess \d+ got signal|[Rr]eceived (?:SIG\w+|\d+ death signal)"),
-        ("launcher teardown", r"Terminating process|failed \(exitcode: |subprocess\.CalledProcessError.*accelerate"),
+        (
+            "launcher teardown",
+            r"Terminating process|failed \(exitcode: |subprocess\.CalledProcessError"
+            + _UNTIL.format(r"subprocess\.CalledProcessError")
+            + "accelerate",
+        ),
         ("launcher teardown", r"^\s*(?:raise )?ChildFailedError|Root Cause \(first observed failure\)"),
-        ("launcher teardown", r"returned non-zero exit status|Command '\[.*\]' returned"),
+        (
+            "launcher teardown",
+            r"returned non-zero exit status|Command '\[" + _UNTIL.format(r"Command '\[") + r"\]' returned",
+        ),
         ("broken connection", r"[Bb]roken pipe|Connection reset by peer|Connection closed by peer|EOFError"),
         (
             "broken connection",
             # A store that cannot bind its port (failed to listen, EADDRINUSE) is a root cause, not an echo.
-            r"DistNetworkError(?!.*(?:failed to listen|EADDRINUSE))|DistStoreError.*(?:reset|closed|Broken)|"
-            r"recvValue failed|Socket Timeout",
+            r"^(?:(?!DistNetworkError).)*DistNetworkError(?!.*(?:failed to listen|EADDRINUSE))|"
+            r"DistStoreError"
+            + _UNTIL.format("DistStoreError")
+            + r"(?:reset|closed|Broken)|recvValue failed|Socket Timeout",
         ),
         ("keyboard interrupt", r"KeyboardInterrupt"),
     )
@@ -146,7 +163,7 @@ ELASTIC_ROW = re.compile(r"^\s*(time|host|rank|exitcode|error_file)\s*:\s*(.*?)\
 ELASTIC_ROOT = "Root Cause (first observed failure)"
 
 # OOM figures, torch >= 2.1 and older wording.
-_SIZE = r"([0-9][0-9.,]*)\s*([KMGT]i?B|bytes)"
+_SIZE = r"(?<![0-9.,])([0-9][0-9.,]*)\s*([KMGT]i?B|bytes)"  # a number only from its start: linear in a long one
 OOM_FIGURES: Tuple[Tuple[str, re.Pattern[str]], ...] = (
     ("tried_to_allocate", re.compile(r"Tried to allocate " + _SIZE)),
     ("gpu", re.compile(r"GPU (\d+) has a total capacity|\(GPU (\d+);")),
@@ -171,7 +188,16 @@ RELEASE_PATTERNS: Tuple[Tuple[str, re.Pattern[str]], ...] = tuple(
     + [
         ("vllm", re.compile(r"vLLM API server version " + _V)),
         ("vllm", re.compile(r"Initializing an? (?:V1 )?LLM engine \(" + _V + r"\)")),
-        ("vllm", re.compile(r"supports vLLM versions from .*? You have version " + _V + r" installed")),
+        (
+            "vllm",
+            re.compile(
+                r"supports vLLM versions from "
+                + _UNTIL.format("supports vLLM versions")
+                + r" You have version "
+                + _V
+                + r" installed"
+            ),
+        ),
         ("deepspeed", re.compile(r"DeepSpeed info: version=" + _V)),
     ]
 )
@@ -217,7 +243,9 @@ def is_failure(text: str) -> bool:
     return bool(EXCEPTION_LINE.match(text)) or any(pattern.search(text) for pattern in FAILURE_PATTERNS)
 
 
-VARIABLE = re.compile(r"\S*\d\S*")
+# A whole word that holds a digit. It starts only where a word starts and reads to its first digit, so a long word
+# costs its length once (``\S*\d\S*`` backtracked over every suffix of a long word without digits: quadratic).
+VARIABLE = re.compile(r"(?<!\S)[^\s\d]*\d\S*")
 
 
 def shape(text: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
-from common.output import WIDTH, clip, escape_controls, fit_width
+from common.output import WIDTH, clip, escape_controls, fit_width, scrub
 from common.troubleshooting import RELEASE_HISTORY, Index, Match, Verdict, runnable, variant_for
 
 from triage import patterns
@@ -108,7 +108,17 @@ def build_report(
         "other_failures": [],
         "notes": [],
         "torchelastic_root": None,
-        "sources": [{"file": s.label, "lines": s.lines, "bytes": s.bytes, "truncated": s.truncated} for s in stats],
+        "sources": [
+            {
+                "file": s.label,
+                "lines": s.lines,
+                "bytes": s.bytes,
+                "truncated": s.truncated,
+                "stopped": s.stopped or None,
+                "encoding": s.encoding,
+            }
+            for s in stats
+        ],
         "elapsed_seconds": round(elapsed, 3),
     }
     elastic = [r for r in findings.elastic if r.root]
@@ -268,7 +278,7 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
     if entry and entry["verify"] and not entry.get("commands"):
         lines.append(f"  verify: {clip(entry['verify'], 200)}")
     if root is not None and not entry:
-        grep = grep_command(root["text"])
+        grep = grep_command(scrub(root["text"]))
         lines.append("  (it reads the installed releases), then " + ("search the index:" if grep else RELEASE_HISTORY))
         if grep:
             lines.extend(command_lines(grep))
@@ -298,12 +308,20 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
     lines.append(read + f" in {report['elapsed_seconds']:.1f} s")
     for source in report["sources"]:
         if source["truncated"]:
-            lines.append(f"  {source['file']}: read the first {source['bytes']:,} bytes only (raise --max-mib)")
+            why = _STOPPED.get(source.get("stopped") or "bytes", _STOPPED["bytes"])
+            lines.append(f"  {source['file']}: stopped early, {source['bytes']:,} bytes read: {why}")
+        if source.get("encoding", "utf-8") != "utf-8":
+            lines.append(f"  {source['file']}: decoded as {source['encoding'].upper()}")
     # Every line is escaped here, at the boundary: a log file named "x\nVerdict: ..." stays on its own line.
     shown = (line if isinstance(line, CommandLine) else fit_width(escape_controls(line)) for line in lines)
     return "\n".join(shown) + "\n"
 
 
+_STOPPED = {
+    "bytes": "the --max-mib limit (raise it to read more)",
+    "time": "the --deadline ran out (raise it to read more)",
+    "lines": "the limit on judged lines of one run (split the log to read more)",
+}
 COMMAND_INDENT = "    "
 
 
