@@ -4,20 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-STACK = (
-    "trl",
-    "vllm",
-    "transformers",
-    "torch",
-    "accelerate",
-    "peft",
-    "bitsandbytes",
-    "deepspeed",
-    "kernels",
-    "liger-kernel",
-    "datasets",
-    "huggingface-hub",
-)  # the matrix's packages, named in the pip-check summary (the rest of pip's list is their dependencies)
+from stack.resolve import ORDER
+
+STACK = ORDER  # the matrix's packages, named in the pip-check summary (the rest of pip's list is their dependencies)
 
 
 def render_text(result: Dict[str, Any]) -> str:
