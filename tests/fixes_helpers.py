@@ -44,7 +44,7 @@ def tiny_raw() -> Dict[str, Any]:
 
 
 def tiny_bytes(raw: Dict[str, Any]) -> bytes:
-    return gzip.compress(json.dumps(raw).encode("utf-8"))
+    return gzip.compress(json.dumps(raw).encode("utf-8"), mtime=0)
 
 
 def tiny_index() -> FixIndex:
