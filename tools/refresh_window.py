@@ -43,6 +43,11 @@ STEPS = (
     ("planner defaults", ["-m", "tools.facts.planner_defaults"], ["--check"]),
     ("skill text scope checks", ["tools/skill_claims.py"], []),
 )
+FOLLOW_UP = (
+    "then: the planner's choices follow the matrix; run python3 -m pytest -q tests/test_stack_pip_answers.py and\n"
+    "re-record a case whose answer moved with python3 tools/record_pip_answers.py CASE (network), fix the text the\n"
+    "scope checker flagged, update the 'Newest on PyPI on <date>' sentence of every Versions section, run the suite"
+)
 OFFLINE_MISS = "--offline was given"  # refresh_upstream_facts: an archive is not cached, so it cannot be re-read
 
 
@@ -171,6 +176,7 @@ def regenerate(cache: Path) -> int:
         if done.returncode != 0:
             print(f"{label} failed (exit {done.returncode}); fix it, then rerun {COMMAND}", file=sys.stderr)
             return 1
+    print(FOLLOW_UP)
     return 0
 
 
