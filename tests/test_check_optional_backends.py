@@ -122,10 +122,10 @@ def test_nested_kernels_extra_is_resolved_through_transformers_metadata(tmp_path
     assert any(f["code"] == "nested_extra_absent" and "hub-kernels" in f["message"] for f in report["findings"])
     hub = backend(report, "hub-kernels")
     assert hub["status"] == "unavailable"
-    # trl[kernels] cannot resolve with transformers 5.24.0 (PyPI has no kernels 0.18): the planner moves transformers
+    # transformers 5.24.0 takes kernels >=0.18.2,<0.19: the planner moves kernels to 0.18.3 (on PyPI since 2026-11-12)
     python = report["python"]["executable"]
     assert hub["next_step"] == f"{python} {SCRIPT.parent / 'plan_install.py'} --want hub-kernels"
-    assert "'trl[kernels]==1.16.0' transformers==5.22.2" in _run_printed(hub["next_step"], site)
+    assert "'trl[kernels]==1.16.0' kernels==0.18.3" in _run_printed(hub["next_step"], site)
 
 
 # --- "too old" must never read as "not installed" ---------------------------------------------------------------------

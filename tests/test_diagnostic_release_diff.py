@@ -119,10 +119,23 @@ def test_the_baseline_release_lists_none(tmp_path: Path) -> None:
 def test_a_trl_newer_than_the_index_is_unverified_with_what_to_recheck(tmp_path: Path) -> None:
     site = _site_with_trl(tmp_path, "1.17.0")
     text = run_script([], [site], tmp=tmp_path)
-    assert "TRL 1.17.0: newer than the newest indexed release (1.16.0); unverified" in text.stdout
+    fetched = rdiff.load_table()["recorded"]
+    assert f"TRL 1.17.0: newer than the recorded matrix ({fetched}); unverified (newest indexed 1.16.0)" in text.stdout
     data = run_script(["--json"], [site], tmp=tmp_path).json()
     (entry,) = data["release_differences"]["packages"]
     assert entry["status"] == "unverified" and entry["recheck_first"] and entry["statements"] == []
+    assert entry["newer_than_recorded"] == f"newer than the recorded matrix ({fetched})"
+
+
+def test_past_the_index_but_known_to_the_matrix_keeps_the_index_wording() -> None:
+    """A release the matrix lists but the history does not index (the history skips it) is not 'newer than the
+    recorded matrix': only the index is behind."""
+    table = dict(rdiff.load_table())
+    table["packages"] = dict(table["packages"], vllm=dict(table["packages"]["vllm"], recorded_newest="99.0.0"))
+    section = rdiff.release_differences({"vllm": {"installed": True, "version": "98.0.0"}}, table)
+    (entry,) = section["packages"]
+    assert entry["status"] == "unverified" and entry["newer_than_recorded"] is None
+    assert "98.0.0: newer than the newest indexed release; unverified (newest indexed" in rdiff.render_lines(section)[1]
 
 
 def test_no_trl_or_vllm_means_no_section(tmp_path: Path) -> None:

@@ -52,9 +52,10 @@ def test_releases_newer_than_the_matrix_are_said_plainly(tmp_path: Path) -> None
 
 def test_impossible_goal_exits_1_and_names_the_constraint(tmp_path: Path) -> None:
     path = write_report(tmp_path, "3.12.3", TRL_116)
-    code, data = run_json(["--report", str(path), "--want", "hub-kernels", "--keep", "transformers==5.24.0"], tmp_path)
+    keeps = ["--keep", "transformers==5.24.0", "--keep", "kernels==0.17.2"]  # 5.24.0 takes kernels >=0.18.2,<0.19
+    code, data = run_json(["--report", str(path), "--want", "hub-kernels", *keeps], tmp_path)
     assert code == 1 and data["status"] == "impossible"
-    assert data["drop"] == ["--keep transformers==5.24.0"]
+    assert data["drop"] == ["--keep transformers==5.24.0", "--keep kernels==0.17.2"]
 
 
 def test_python_flag_for_another_interpreter_names_it(tmp_path: Path) -> None:

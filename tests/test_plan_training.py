@@ -808,3 +808,20 @@ def test_a_vllm_release_outside_the_trl_extra_is_named(capsys):
     assert not any("is outside what TRL" in n for n in inside["notes"])
     _, current = run_json(capsys, *argv[:-2])  # TRL 1.16.0 accepts the default 0.31.0
     assert not any("is outside what TRL" in n for n in current["notes"])
+
+
+def test_releases_newer_than_the_recorded_matrix_are_named_never_planned_around(capsys):
+    """A --trl-version past the newest recorded TRL is refused in the shared wording; a --vllm-version past the
+    newest recorded vLLM is planned with the newest rules and a note that says so."""
+    from common import recorded
+
+    known = recorded.load()
+    assert pt.main(["--params", "7B", "--gpus", "1", "--gpu-memory-gib", "80", "--trl-version", "99.0.0"]) == 2
+    err = capsys.readouterr().err
+    assert f"TRL 99.0.0 is newer than the recorded matrix ({known.fetched}); newest recorded" in err
+    argv = ["--params", "7B", "--method", "lora", "--trainer", "grpo", "--gpus", "4", "--gpu-memory-gib", "80"]
+    _, past = run_json(capsys, *argv, "--vllm-mode", "server", "--vllm-version", "9.1.0")
+    [note] = [n for n in past["notes"] if "recorded matrix" in n]
+    assert note.startswith(f"vLLM 9.1.0 is newer than the recorded matrix ({known.fetched}); newest recorded")
+    _, known_release = run_json(capsys, *argv, "--vllm-mode", "server", "--vllm-version", known.newest["vllm"])
+    assert not any("recorded matrix" in n for n in known_release["notes"])

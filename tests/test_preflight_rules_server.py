@@ -12,7 +12,7 @@ from preflight import data as vdata
 from preflight import rules_server as vrules
 
 from fake_vllm_server import server_info
-from vllm_helpers import by_id, ids, intent, judge, lora, snapshot
+from vllm_helpers import TRL_RANGE, by_id, ids, intent, judge, lora, snapshot
 
 
 @pytest.mark.parametrize(
@@ -319,3 +319,25 @@ def test_peft_config_note_only_when_trl_would_validate_the_adapter():
     off = snapshot(info_status=404)
     assert "adapter-config-unseen" in ids(vrules.global_notes([good], the_intent, [judge(good, the_intent)[0]]))
     assert vrules.global_notes([off], the_intent, [judge(off, the_intent)[0]]) == []
+
+
+def test_a_server_newer_than_the_recorded_matrix_says_so_in_the_shared_wording():
+    trl_range = dict(TRL_RANGE, recorded_vllm={"fetched": "2026-12-06", "newest": "0.34.0"})
+    _, findings = vrules.judge_server(snapshot(version="0.35.0rc1"), intent(), trl_range, None)
+    finding = by_id(findings, "vllm-newer-than-recorded")
+    assert finding.severity == "warning"
+    assert finding.message.startswith("vLLM 0.35.0rc1 is newer than the recorded matrix (2026-12-06); newest recorded")
+    assert "0.34.0" in finding.fix and "pip" not in finding.fix
+    for version in ("0.34.0", "0.34.0+cu129", "0.31.0"):
+        _, findings = vrules.judge_server(snapshot(version=version), intent(), trl_range, None)
+        assert "vllm-newer-than-recorded" not in ids(findings)
+    _, findings = judge(snapshot(version="0.99.0"), intent())  # no recorded matrix given: nothing said
+    assert "vllm-newer-than-recorded" not in ids(findings)
+
+
+def test_the_trl_range_carries_the_recorded_newest_vllm():
+    from common import recorded
+    from preflight.trl_facts import trl_vllm_range
+
+    known = recorded.load()
+    assert trl_vllm_range()["recorded_vllm"] == {"fetched": known.fetched, "newest": known.newest["vllm"]}

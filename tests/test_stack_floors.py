@@ -65,5 +65,5 @@ def test_a_floor_another_package_s_releases_share_is_stated_with_their_span() ->
     the kernels range differs per transformers release, so it is left to the compatibility tables."""
     floors = path_floors(["qlora", "hub-kernels"], "1.16.0")
     texts = [f.text() for f in floors]
-    assert any(t.startswith("qlora: bitsandbytes>=0.46.1 (transformers 5.0.0-5.24.0: ") for t in texts)
+    assert any(t.startswith("qlora: bitsandbytes>=0.46.1 (transformers 5.0.0-5.25.0: ") for t in texts)
     assert not any(f.subject == "kernels" for f in floors)

@@ -117,3 +117,70 @@ def test_a_stated_floor_that_differs_from_the_tool_is_reported_and_rewritten() -
 def test_every_stated_floor_names_the_release_it_was_read_in() -> None:
     for floor in tool.STATED_FLOORS:
         assert re.search(r"[a-z-]+-\d+\.\d+\.\d+ ", floor["file"]) or "first in" in floor["file"], floor
+
+
+# --- the skill text's Versions sections against the matrix ------------------------------------------------------------
+
+NEWEST_RE = re.compile(r"Newest on PyPI on (\d{4}-\d{2}-\d{2}) \(the recorded matrix\): (.+?)(?:;|\.(?:\s|$))")
+NAMED_RE = re.compile(r"([A-Za-z][\w-]*) (\d+\.\d+\.\d+)")
+ON_PYPI_RE = re.compile(r"([A-Za-z][\w-]*) (\d+\.\d+\.\d+)(?:,| is)? (?:the newest )?on PyPI")
+WRITTEN_FOR_RE = re.compile(r"Written for (.+?)\.(?:\s|$)")
+MINOR_RE = re.compile(r"([A-Za-z][\w-]*) (\d+)\.(\d+)(?:\.\d+)?\b")
+GENERATED = "troubleshooting/compatibility.md"  # states its own date ("Recorded from the registry on ...")
+
+
+def versions_sections() -> dict:
+    """Every hand-written skill file's ``## Versions (time-sensitive)`` section, joined into one line."""
+    found = {}
+    for path in sorted(SKILL_DIR.rglob("*.md")):
+        rel = path.relative_to(SKILL_DIR).as_posix()
+        text = path.read_text(encoding="utf-8")
+        if rel == GENERATED or "## Versions (time-sensitive)" not in text:
+            continue
+        section = text.split("## Versions (time-sensitive)", 1)[1]
+        section = re.split(r"^## ", section, flags=re.MULTILINE)[0]
+        found[rel] = " ".join(section.split())
+    return found
+
+
+def newest_named(section: str) -> tuple:
+    """(date, {package: version}) of a section's "Newest on PyPI on <date> (the recorded matrix): ..." sentence."""
+    match = NEWEST_RE.search(section)
+    if not match:
+        return None, {}
+    named = {sm.versions.normalize_name(n): v for n, v in NAMED_RE.findall(match.group(2))}
+    return match.group(1), named
+
+
+def test_every_versions_section_names_the_newest_release_the_matrix_records() -> None:
+    """Each hand-written Versions section says "Newest on PyPI on <the matrix's fetch date> (the recorded matrix):
+    vLLM <newest> ..." with the newest release the matrix records for every package it names, any "<pkg> <ver> on
+    PyPI" elsewhere is that newest too, and the releases it is written for are the newest minors (vLLM excepted:
+    the text follows the newest vLLM TRL's extra accepts)."""
+    matrix = sm.load(str(MATRIX))
+    newest = {name: max(index, key=sm.versions.version_key) for name, index in matrix.index.items() if index}
+    sections = versions_sections()
+    assert len(sections) >= 12
+    for rel, section in sections.items():
+        date, named = newest_named(section)
+        assert date == matrix.fetched, f"{rel}: no 'Newest on PyPI on {matrix.fetched} (the recorded matrix): ...'"
+        assert "vllm" in named and set(named) <= set(tool.STACK_NAMES), f"{rel}: the sentence names {sorted(named)}"
+        wrong = {n: (v, newest[n]) for n, v in named.items() if v != newest[n]}
+        assert not wrong, f"{rel}: (stated, recorded newest) {wrong}"
+        for name, version in ON_PYPI_RE.findall(section):  # "vLLM 0.34.0 is the newest on PyPI" elsewhere
+            key = sm.versions.normalize_name(name)
+            assert version == newest.get(key, version), f"{rel}: {name} {version} on PyPI; recorded {newest[key]}"
+        written = WRITTEN_FOR_RE.search(section)
+        for name, major, minor in MINOR_RE.findall(written.group(1) if written else ""):
+            key = sm.versions.normalize_name(name)
+            if key in newest and key != "vllm":
+                assert (major, minor) == tuple(newest[key].split(".")[:2]), f"{rel}: written for {name} {major}.{minor}"
+
+
+def test_the_versions_check_catches_a_stale_sentence() -> None:
+    stale = (
+        "Newest on PyPI on 2026-12-02 (the recorded matrix): vLLM 0.33.0, huggingface_hub 2.4.0; TRL 1.16 at 0.31.0."
+    )
+    assert newest_named(stale) == ("2026-12-02", {"vllm": "0.33.0", "huggingface-hub": "2.4.0"})
+    assert newest_named("Written for TRL 1.16.0.") == (None, {})
+    assert ON_PYPI_RE.findall("vLLM 0.33.0 on PyPI is outside it") == [("vLLM", "0.33.0")]

@@ -132,18 +132,18 @@ def test_async_grpo_on_trl_18_with_vllm_0191_moves_vllm_to_the_weight_transfer_f
     assert any("weight_transfer" in line for line in result["as_installed"])
 
 
-def test_hub_kernels_with_transformers_524_is_impossible_and_names_the_keep() -> None:
-    result = _plan(["hub-kernels"], TRL_116, "3.12.3", ["transformers==5.24.0"])
+def test_hub_kernels_with_kept_releases_outside_each_others_range_is_impossible_and_names_the_keeps() -> None:
+    result = _plan(["hub-kernels"], TRL_116, "3.12.3", ["transformers==5.24.0", "kernels==0.17.2"])
     assert result["status"] == "impossible" and judge.exit_code(result) == 1
-    assert result["drop"] == ["--keep transformers==5.24.0"]
-    assert any("no kernels release fits" in c and "0.18.2" in c for c in result["conflicts"])
+    assert result["drop"] == ["--keep transformers==5.24.0", "--keep kernels==0.17.2"]
 
 
-def test_hub_kernels_without_the_keep_moves_transformers_to_a_range_pypi_has() -> None:
+def test_hub_kernels_adds_the_kernels_release_the_installed_transformers_accepts() -> None:
+    """transformers 5.24.0 takes kernels >=0.18.2,<0.19: PyPI has 0.18.3 since 2026-11-12 (none before)."""
     first = _plan(["hub-kernels"], TRL_116, "3.12.3")["options"][0]
-    assert first["set"]["transformers"] != "5.24.0"
+    assert first["set"]["transformers"] == "5.24.0"
     kernels = next(c for c in first["changes"] if c["package"] == "kernels")
-    assert kernels["to"] and not kernels["to"].startswith("0.18")
+    assert kernels["to"] == "0.18.3"
 
 
 def test_qlora_fsdp_on_an_older_stack_adds_peft_and_bitsandbytes_above_the_floors() -> None:

@@ -290,3 +290,12 @@ def test_a_key_across_the_cut_of_a_long_line_is_not_printed(tmp_path: Path) -> N
     for flags in ([], ["--json"]):
         run = run_triage([str(log), *flags])
         assert run.code == 0 and "hf_a" not in run.stdout and token[3:11] not in run.stdout
+
+
+def test_a_release_newer_than_the_recorded_matrix_is_named(tmp_path: Path) -> None:
+    log = _dev_mode_log(tmp_path)
+    text = run_triage([str(log), "--trl", "9.1.0"]).stdout
+    [line] = [line for line in text.splitlines() if "recorded matrix" in line]
+    assert line.startswith("  TRL 9.1.0 is newer than the recorded matrix (") and len(line) <= 100
+    data = json.loads(run_triage([str(log), "--trl", "9.1.0", "--json"]).stdout)
+    assert "newer than the recorded matrix (" in data["releases"]["trl"]["newer_than_recorded"]

@@ -30,14 +30,14 @@ from skill_claims import Facts  # noqa: E402
 FACTS_PATH = REPO_ROOT / "tests" / "facts" / "upstream_facts.json"
 EXPECTED_VERSIONS = {
     "trl": ("1.16.0", {"1.16.0"}),
-    "vllm": ("0.31.0", {"0.27.1", "0.31.0", "0.33.0"}),
-    "accelerate": ("1.15.0", {"1.15.0"}),
+    "vllm": ("0.31.0", {"0.27.1", "0.31.0", "0.33.0", "0.34.0"}),
+    "accelerate": ("1.16.0", {"1.16.0"}),
     "peft": ("0.21.2", {"0.21.2"}),
-    "transformers": ("5.24.0", {"5.24.0"}),
+    "transformers": ("5.25.0", {"5.25.0"}),
     "deepspeed": ("0.19.8", {"0.19.8"}),
     "bitsandbytes": ("0.50.2", {"0.50.2"}),
     "liger-kernel": ("0.8.5", {"0.8.5"}),
-    "kernels": ("0.17.2", {"0.17.2"}),
+    "kernels": ("0.19.1", {"0.19.1"}),
     "huggingface_hub": ("2.4.0", {"2.4.0"}),
 }
 
@@ -138,11 +138,15 @@ def test_vllm_versions_differ_where_upstream_changed(facts):
     assert "--calculate-kv-scales" in old and "--calculate-kv-scales" not in primary["clis"]["vllm serve"]["flags"]
     assert "--sleep-mode-backend" in new["clis"]["vllm serve"]["flags"]
     assert "/weight_checker" in new["routes"] and "/weight_checker" not in primary["routes"]
+    newest = facts.version_facts("vllm", "0.34.0")  # the newest on PyPI (2026-12-06); no TRL extra accepts it
+    assert "/v1/fault_tolerance/apply" in newest["routes"] and "/fault_tolerance/apply" not in newest["routes"]
+    assert "--enable-extensible-kv-cache" in newest["clis"]["vllm serve"]["flags"]
+    assert {"torch==2.14.0", "transformers<5.23.0,>=5.16.1"} <= set(newest["requires_dist"])
     assert "torch==2.14.0" in new["requires_dist"] and "torch==2.13.0" in primary["requires_dist"]
 
 
 def test_other_package_anchor_facts(facts):
-    accelerate = facts.version_facts("accelerate", "1.15.0")
+    accelerate = facts.version_facts("accelerate", "1.16.0")
     launch = accelerate["clis"]["accelerate launch"]["flags"]
     assert {"--num_processes", "--config_file", "--mixed_precision", "--use_fsdp", "-m"} <= set(launch)
     assert launch["--multi_gpu"]["takes_value"] is False
@@ -151,7 +155,7 @@ def test_other_package_anchor_facts(facts):
     peft = facts.version_facts("peft", "0.21.2")
     lora = peft["classes"]["peft.tuners.lora.config.LoraConfig"]
     assert lora["fields"]["r"]["default"] == "8" and lora["bases"] == ["peft.config.PeftConfig"]
-    transformers = facts.version_facts("transformers", "5.24.0")
+    transformers = facts.version_facts("transformers", "5.25.0")
     bnb = transformers["classes"]["transformers.utils.quantization_config.BitsAndBytesConfig"]
     assert {"load_in_4bit", "bnb_4bit_quant_type", "bnb_4bit_compute_dtype"} <= set(bnb["init_params"])
     assert (

@@ -90,13 +90,14 @@ PINS: List[Pin] = [
     Pin("vllm", "0.31.0", extract_vllm.extract),
     Pin("vllm", "0.27.1", extract_vllm.extract),  # the HF Jobs seed recipe's pin
     Pin("vllm", "0.33.0", extract_vllm.extract),  # newer than TRL 1.16 accepts
-    Pin("accelerate", "1.15.0", extract_accelerate.extract),
+    Pin("vllm", "0.34.0", extract_vllm.extract),  # the newest on PyPI (2026-12-06), newer than TRL 1.16 accepts
+    Pin("accelerate", "1.16.0", extract_accelerate.extract),
     Pin("peft", "0.21.2", extract_misc.extract_peft),
-    Pin("transformers", "5.24.0", extract_misc.extract_transformers),
+    Pin("transformers", "5.25.0", extract_misc.extract_transformers),
     Pin("deepspeed", "0.19.8", extract_misc.extract_deepspeed, sdist=True),
     Pin("bitsandbytes", "0.50.2", extract_misc.extract_small("bitsandbytes")),
     Pin("liger-kernel", "0.8.5", extract_misc.extract_small("liger_kernel")),
-    Pin("kernels", "0.17.2", extract_misc.extract_small("kernels")),
+    Pin("kernels", "0.19.1", extract_misc.extract_small("kernels")),
     Pin("huggingface_hub", "2.4.0", extract_hub.extract),
 ]
 
@@ -104,7 +105,8 @@ PINS: List[Pin] = [
 # The releases indexed for the release history (tests/facts/release_history.json): the last patch of every TRL minor
 # 1.0-1.16, the last patch of the TRL 0.x minors whose facts the text still cites, and the last patch of every vLLM
 # minor that those TRL releases' ``vllm`` extra accepts (0.10.2 ... 0.31, read from each wheel's METADATA), plus the
-# first vLLM release outside that window. Oldest first.
+# vLLM releases after that window that the text names (0.33.0, and 0.34.0, the newest on PyPI on 2026-12-06).
+# Oldest first.
 HISTORY: Dict[str, List[str]] = {
     "trl": [
         "0.19.1",
@@ -152,6 +154,7 @@ HISTORY: Dict[str, List[str]] = {
         "0.30.0",
         "0.31.0",
         "0.33.0",
+        "0.34.0",
     ],
 }
 HISTORY_EXTRACTORS: Dict[str, Callable[[SourceArchive], Dict[str, object]]] = {

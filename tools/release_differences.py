@@ -31,6 +31,10 @@ if str(TOOLS_DIR) not in sys.path:
 
 import skill_claims as sc  # noqa: E402
 
+if str(SKILL_DIR / "scripts") not in sys.path:
+    sys.path.insert(0, str(SKILL_DIR / "scripts"))
+from common import recorded  # noqa: E402
+
 DEFAULT_OUTPUT = SKILL_DIR / "scripts" / "diagnostic" / "release_differences.json"
 COMMAND = "python3 tools/release_differences.py"
 SCHEMA_VERSION = 1
@@ -107,17 +111,20 @@ def build_table(root: Path = SKILL_DIR) -> Dict[str, object]:
                 "mask": mask,
             },
         )
-    # Only statements that fail somewhere in the supported line are shipped.
+    # Only statements that fail somewhere in the reach (the supported line and the indexed releases after it) ship.
     kept = [
         e
         for e in statements.values()
-        if any(not int(e["mask"]) >> i & 1 for i in history.line_indices(str(e["package"])))  # type: ignore[call-overload]
+        if any(not int(e["mask"]) >> i & 1 for i in reach(history, str(e["package"])))  # type: ignore[call-overload]
     ]
     ordered = sorted(kept, key=lambda e: (e["package"], e["where"], e["kind"], e["claim"]))
+    matrix = recorded.from_matrix(json.loads((root / "scripts" / "stack" / "matrix.json").read_text(encoding="utf-8")))
+    if matrix is None:
+        raise RuntimeError("scripts/stack/matrix.json has no package listing: run python3 tools/stack_matrix.py")
     releases: Dict[str, object] = {}
     for package in ("trl", "vllm"):
         versions = history.releases[package]
-        line_idx = history.line_indices(package)
+        line_idx = reach(history, package)
         per_release: Dict[str, List[int]] = {}
         for i in line_idx:
             missing = [n for n, e in enumerate(ordered) if e["package"] == package and not int(e["mask"]) >> i & 1]
@@ -134,16 +141,26 @@ def build_table(root: Path = SKILL_DIR) -> Dict[str, object]:
             "indexed": [versions[i] for i in line_idx],
             "missing": per_release,
             "recheck_first": recheck[:RECHECK_COUNT],
+            "recorded_newest": matrix.newest.get(package),
         }
     rows, instead = history_rows(root / "troubleshooting" / "release-history.md")
     return {
         "schema_version": SCHEMA_VERSION,
         "generated_by": COMMAND,
+        "recorded": matrix.fetched,
         "packages": releases,
         "rows": rows,
         "instead": instead,
         "statements": [{k: v for k, v in e.items() if k != "mask"} for e in ordered],
     }
+
+
+def reach(history: object, package: str) -> List[int]:
+    """The indexed releases a user may have: the supported line (vLLM up to the newest some TRL extra accepts) and
+    every indexed release after it (vLLM 0.33.0 and 0.34.0: on PyPI, outside every extra, indexed all the same)."""
+    line = history.line_indices(package)  # type: ignore[attr-defined]
+    later = range(line[-1] + 1, len(history.releases[package])) if line else range(0)  # type: ignore[attr-defined]
+    return [*line, *later]
 
 
 def _other(package: str) -> str:

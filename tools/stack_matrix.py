@@ -6,8 +6,9 @@
     python3 tools/stack_matrix.py --stated-only   # rewrite the stated floors (STATED_FLOORS) and the skill text
 
 For every release in the window (TRL 1.0-1.16 and the 0.x releases indexed in tests/facts/release_history.json,
-vLLM 0.10.2-0.33.0, transformers 4.56-5.24, the torch releases those vLLMs pin, and the accelerate, PEFT, DeepSpeed,
-bitsandbytes, kernels, liger-kernel, datasets and huggingface_hub releases the others accept) the matrix records
+vLLM 0.10.2-0.34.0, transformers 4.56-5.25, torch up to 2.15 (the releases those vLLMs pin and the ones the others
+accept), and the accelerate, PEFT, DeepSpeed, bitsandbytes, kernels, liger-kernel, datasets and huggingface_hub
+releases the others accept) the matrix records
 Requires-Python, the Requires-Dist lines that name a stack package (extras and markers kept) and the upload date.
 
 Metadata comes from pip itself (``pip install --dry-run --ignore-installed --no-deps --report``: no wheel is
@@ -72,12 +73,15 @@ STACK_NAMES = (
 # Declared windows; the accepted packages' windows start at the lowest floor any windowed release declares.
 WINDOW = {
     "trl": ">=1.0.0,<1.17",
-    "vllm": ">=0.10.2,<=0.33.0",
-    "transformers": ">=4.56.0,<5.25",
+    "vllm": ">=0.10.2,<=0.34.0",
+    "transformers": ">=4.56.0,<5.26",
 }
 PINNED_BY_VLLM = ("torch",)
 ACCEPTED = ("accelerate", "peft", "deepspeed", "bitsandbytes", "kernels", "liger-kernel", "datasets", "huggingface-hub")
-ACCEPTED_CAP = {"torch": "<=2.14.1"}  # the newest torch the window's vLLMs pin, one patch beyond
+# torch: every release up to the newest minor on the registry when the window last moved. No vLLM of the window pins
+# torch 2.15 (0.34.0 pins 2.14.0), but transformers (torch>=2.6) and accelerate (torch>=2.6.0) accept it, so it is
+# what a training image without vLLM gets from pip: the matrix must know its Python floor and CUDA build.
+ACCEPTED_CAP = {"torch": "<2.16"}
 
 # Feature floors that the package metadata does not state. Each reader runs over one wheel's files and returns
 # {"subject": ..., "spec": ..., "file": ...} records (or nothing) for that release.
@@ -236,7 +240,8 @@ STATED_FLOORS = (
         "kind": "requires",
         "owner": "accelerate",
         "owner_spec": ">=1.6.0",
-        "file": "accelerate-1.15.0 accelerate/utils/constants.py FSDP2_PYTORCH_VERSION",
+        "file": "accelerate-1.15.0 accelerate/utils/constants.py FSDP2_PYTORCH_VERSION; accelerate-1.16.0 drops it and "
+        "requires torch>=2.6.0 in its metadata",
     },
     {
         "feature": "context-parallel",
@@ -336,6 +341,13 @@ def pip_command(*args: str) -> List[str]:
     return argv + list(args)
 
 
+def pip_env() -> Dict[str, str]:
+    """The environment for pip: ``--isolated`` skips the user's config but not the site-wide one (a global
+    ``constraint = ...`` capping torch made torch 2.15.0 unreadable); ``PIP_CONFIG_FILE`` set to the null device
+    makes pip load no config file at all."""
+    return {**os.environ, "PIP_CONFIG_FILE": os.devnull}
+
+
 CACHE: Optional[Path] = None  # --cache DIR: raw pip answers kept between runs (a rerun refetches nothing)
 
 
@@ -364,7 +376,7 @@ def _pip_metadata(name: str, version: str) -> Dict[str, Any]:
             str(report),
             f"{name}=={version}",
         )
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=PIP_TIMEOUT, check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=PIP_TIMEOUT, check=False, env=pip_env())
         if done.returncode != 0 or not report.exists():
             raise RuntimeError(f"pip could not read {name}=={version}: {done.stderr.strip()[-300:]}")
         (item,) = json.loads(report.read_text(encoding="utf-8"))["install"]
@@ -395,7 +407,7 @@ def _wheel_files(name: str, version: str, prefixes: Sequence[str]) -> Dict[str, 
             tmp,
             f"{name}=={version}",
         )
-        subprocess.run(argv, capture_output=True, text=True, timeout=PIP_TIMEOUT, check=False)
+        subprocess.run(argv, capture_output=True, text=True, timeout=PIP_TIMEOUT, check=False, env=pip_env())
         wheels = list(Path(tmp).glob("*.whl"))
         if not wheels:
             raise RuntimeError(f"no wheel for {name}=={version}")
@@ -696,6 +708,13 @@ def _floor_text(matrix: Dict[str, Any], owner: str, version: str, feature: str, 
     return " ".join(f"`{s}`" for s in dict.fromkeys(specs)) or "-"
 
 
+def _window_minors(matrix: Dict[str, Any], name: str) -> str:
+    """``1.0-1.16``: the minors of the oldest and newest recorded releases inside the declared window."""
+    inside = [v for v in matrix["packages"][name]["releases"] if in_window(v, matrix["window"][name])]
+    inside.sort(key=versions.version_key)  # type: ignore[arg-type]
+    return "-".join(".".join(v.split(".")[:2]) for v in (inside[0], inside[-1])) if inside else "?"
+
+
 def render_skill_text(matrix: Dict[str, Any]) -> str:
     """troubleshooting/compatibility.md: per vLLM release, per TRL minor and per transformers minor."""
     out = [
@@ -711,7 +730,7 @@ def render_skill_text(matrix: Dict[str, Any]) -> str:
         "",
         f"Recorded from the registry on {matrix['fetched']}. Each row carries its own release.",
         "",
-        "**Unless marked:** TRL 1.0-1.16, vLLM 0.10-0.33.",
+        f"**Unless marked:** TRL {_window_minors(matrix, 'trl')}, vLLM {_window_minors(matrix, 'vllm')}.",
         "",
         "### vLLM releases",
         "",

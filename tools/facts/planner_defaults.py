@@ -19,7 +19,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 HISTORY = REPO / "tests" / "facts" / "release_history.json"
@@ -98,8 +98,19 @@ def render(data: Dict[str, Any]) -> str:
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
-def main() -> int:
-    OUTPUT.write_text(render(build(json.loads(HISTORY.read_text(encoding="utf-8")))), encoding="utf-8")
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Write the table, or with ``--check`` exit 1 when the committed one is stale (no network either way)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv not in ([], ["--check"]):
+        print("usage: python3 -m tools.facts.planner_defaults [--check]", file=sys.stderr)
+        return 2
+    text = render(build(json.loads(HISTORY.read_text(encoding="utf-8"))))
+    if argv:
+        if OUTPUT.read_text(encoding="utf-8") != text:
+            print(f"{OUTPUT.relative_to(REPO)}: stale; run python3 -m tools.facts.planner_defaults", file=sys.stderr)
+            return 1
+        return 0
+    OUTPUT.write_text(text, encoding="utf-8")
     print(f"wrote {OUTPUT.relative_to(REPO)}")
     return 0
 

@@ -20,6 +20,7 @@ _HERE = Path(__file__).resolve().parent
 if str(_HERE) not in sys.path:
     sys.path.insert(0, str(_HERE))
 
+from common import recorded  # noqa: E402
 from common.output import HelpFormatter, dumps_strict, emit, escape_controls, one_line, scrub  # noqa: E402
 from common.versions import specifier_contains  # noqa: E402
 from planner.assemble import build_plan, path_goals  # noqa: E402
@@ -200,7 +201,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument(
         "--trl-version",
-        choices=TRL_RELEASES,
         default=TRL_RELEASES[-1],
         metavar="VERSION",
         help=f"the TRL release whose defaults and LM head the plan uses ({TRL_RELEASES[0]}-{TRL_RELEASES[-1]}, the "
@@ -359,6 +359,17 @@ def vllm_outside_trl_extra(release: str, request: PlanRequest, floors: List[Dict
     )
 
 
+def vllm_past_recorded(release: str, request: PlanRequest) -> Optional[str]:
+    """A note when ``--vllm-version`` names a release newer than the recorded matrix lists: the plan's vLLM rules
+    are those of the newest release they were read from, unverified for it."""
+    if request.vllm_release_source != "--vllm-version":
+        return None
+    past = recorded.beyond("vllm", release)
+    if not past:
+        return None
+    return f"{past}: the KV-cache and overhead rules used are the newest read, unverified for vLLM {release}"
+
+
 class Report(NamedTuple):
     result: Dict[str, Any]  # the --json document
     text: str  # the plan and the lint, before wrapping
@@ -381,6 +392,9 @@ def run(request: PlanRequest) -> Report:
     floors = feature_floors(path_goals(plan), request.trl_version) if plan is not None else []
     if plan is not None and plan.vllm is not None:
         note = vllm_outside_trl_extra(plan.vllm.release_text, request, floors)
+        if note:
+            plan.notes.append(note)
+        note = vllm_past_recorded(plan.vllm.release_text, request)
         if note:
             plan.notes.append(note)
     verdict = judge(request, plan, findings)

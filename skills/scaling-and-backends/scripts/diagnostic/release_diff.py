@@ -7,7 +7,9 @@ one entry per installed package:
 
 * ``baseline``: the release the text is written for; no statements listed;
 * ``indexed``: another indexed release (same minor); the statements that do not hold there;
-* ``unverified``: newer than the newest indexed release; what to re-check first;
+* ``unverified``: newer than the newest indexed release; what to re-check first (``newer_than_recorded`` says so in
+  the shared wording, ``newer than the recorded matrix (<date>)``, when the release is also past the newest one the
+  recorded matrix lists);
 * ``not_indexed``: older than the oldest indexed release, or a minor the index skips (vLLM 0.32); the statements
   of the nearest older indexed release, marked approximate.
 """
@@ -18,6 +20,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from common import recorded
 from common.read import read_text_or_none
 from common.values import InvalidValue, load_json
 
@@ -119,6 +122,12 @@ def _section(packages: Dict[str, Any], table: Dict[str, Any]) -> Optional[Dict[s
         missing = info.get("missing", {})
         if release is not None and release in missing:  # unverified too: the newest indexed list, approximate
             entry["statements"] = [_statement(table, i) for i in missing[release]]
+        newest = info.get("recorded_newest")
+        entry["newer_than_recorded"] = (
+            recorded.phrase(str(table.get("recorded")))
+            if status == "unverified" and recorded.newer_than(version, newest)
+            else None
+        )
         if status == "unverified":
             entry["recheck_first"] = [_statement(table, i) for i in info.get("recheck_first", [])]
         entries.append(entry)
@@ -269,9 +278,8 @@ def _lines(section: Dict[str, Any], verbose: bool, limit: int) -> List[str]:
         installed = str(entry["installed"])
         head = f"  {label} {installed if len(installed) <= 32 else installed[:31] + '…'}"
         if entry["status"] == "unverified":
-            lines.append(
-                _clip(f"{head}: newer than the newest indexed release ({entry['indexed_release']}); unverified")
-            )
+            past = entry.get("newer_than_recorded") or "newer than the newest indexed release"
+            lines.append(_clip(f"{head}: {past}; unverified (newest indexed {entry['indexed_release']})"))
             lines.append(
                 _clip(f"    its list applies approximately ({len(entry['statements'])} statement(s)); re-check first:")
             )

@@ -7,6 +7,7 @@ import re
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from common import recorded
 from common.output import shell_word
 from common.read import find_executable
 from common.trl_extras import EXTRA_GOALS
@@ -325,6 +326,32 @@ def rule_ddp(ctx: Context) -> Dict[str, Any]:
     )
 
 
+FSDP2_CONSTANT = "FSDP2_PYTORCH_VERSION (accelerate/utils/constants.py)"
+
+
+def _older_than_recorded(ctx: Context, pid: str) -> bool:
+    """True when the installed ``pid`` is older than the newest release the recorded matrix lists: only then can a
+    name the rule did not find be a feature of a later release (never advise an upgrade past the newest)."""
+    version = ctx.pkg(pid)["version"]
+    matrix = recorded.load()
+    newest = matrix.newest.get(pid) if matrix else None
+    return bool(version and newest and recorded.newer_than(newest, version))
+
+
+def _fsdp2_floor_from_metadata(ctx: Context) -> Tuple[Optional[Dict[str, Any]], str]:
+    """FSDP2's torch floor when accelerate's source no longer names it: accelerate 1.16.0 drops
+    FSDP2_PYTORCH_VERSION ("2.6.0" up to 1.15.0, accelerate/utils/constants.py) and requires torch>=2.6.0 in its
+    metadata instead. Returns (the base torch dependency row standing in for the gate, or None; the evidence)."""
+    unread = f"could not read {FSDP2_CONSTANT} in {ctx.label('accelerate')}"
+    for row in ctx.rows_for("torch", kind="dependency", extra=None):
+        if row["required_by"] != ctx.label("accelerate"):
+            continue
+        floor = re.search(r">=\s*([0-9][0-9.]*)", row["requirement"] or "")
+        if floor and version_tuple(floor.group(1)) >= (2, 6):
+            return row, f"{unread}; its metadata requires torch {row['requirement']} (FSDP2's floor since 1.16.0)"
+    return None, f"{unread}, nor a torch floor of 2.6 or higher in its metadata: FSDP2's torch floor is unverified"
+
+
 def rule_fsdp2(ctx: Context) -> Dict[str, Any]:
     early = _torch_first(ctx, "fsdp2")
     if early:
@@ -334,12 +361,16 @@ def rule_fsdp2(ctx: Context) -> Dict[str, Any]:
     evidence = [ctx.label("accelerate")]
     gate = ctx.gate("torch", "accelerate")
     if gate is None:
-        return _verdict(
-            "fsdp2",
-            "unavailable",
-            [*evidence, "this accelerate states no FSDP2 torch requirement (FSDP2 support missing?)"],
-            ctx.install("-U", "accelerate"),
-        )
+        gate, note = _fsdp2_floor_from_metadata(ctx)
+        if gate is None:
+            older = _older_than_recorded(ctx, "accelerate")
+            return _verdict(
+                "fsdp2",
+                "unavailable" if older else "limited",
+                [*evidence, note],
+                ctx.install("-U", "accelerate") if older else None,
+            )
+        evidence.append(note)
     if gate["status"] == "outside":
         return _verdict(
             "fsdp2",
@@ -670,11 +701,19 @@ def rule_async_grpo_lora(ctx: Context) -> Dict[str, Any]:
         read_text(os.path.join(location, "experimental", "async_grpo", "async_grpo_trainer.py")) if location else None
     )
     if not source or "select_adapter_sync" not in source:
+        where = "select_adapter_sync (trl/experimental/async_grpo/async_grpo_trainer.py)"
+        if source and _older_than_recorded(ctx, "trl"):
+            return _verdict(
+                "async-grpo-lora",
+                "unavailable",
+                [*evidence, f"{ctx.label('trl')} has no adapter-only LoRA sync (select_adapter_sync)"],
+                ctx.install("-U", "trl"),
+            )
         return _verdict(
             "async-grpo-lora",
-            "unavailable",
-            [*evidence, f"{ctx.label('trl')} has no adapter-only LoRA sync (select_adapter_sync)"],
-            ctx.install("-U", "trl"),
+            "limited",
+            [*evidence, f"could not read {where} in {ctx.label('trl')}: adapter-only LoRA sync is unverified"],
+            None,
         )
     evidence.append("adapter-only LoRA sync present (trl/experimental/async_grpo)")
     for pid, extra in (("peft", "peft"), ("kernels", "kernels"), ("aiohttp", "vllm"), ("requests", "vllm")):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from common import simple_yaml
+from common import recorded, simple_yaml
 from common.output import escape_controls, shell_word
 from common.read import InputError, read_bytes
 from common.values import InvalidValue, NotJson, integer, load_json, number, short
@@ -904,7 +904,9 @@ def load_request(flags: Flags) -> PlanRequest:
     trainer, trainer_note = resolve_trainer(flags.trainer, trl_config, trl_label)
     table = load_trl_defaults()
     if flags.trl_version not in table["releases"]:
-        raise PlanInputError(f"--trl-version {short(flags.trl_version)}: one of {', '.join(table['releases'])}")
+        past = recorded.beyond("trl", flags.trl_version.strip())
+        why = f"{past}, so its defaults were never read; " if past else ""
+        raise PlanInputError(f"--trl-version {short(flags.trl_version)}: {why}one of {', '.join(table['releases'])}")
     batch, sources = trl_config_inputs(flags, trainer, trl_config, trl_label)
     check_sequence_parallelism(flags.cp_size, flags.sp_size, trainer, flags.trl_version)
     lm_head = table["defaults"][flags.trl_version].get(trainer, {}).get("lm_head")

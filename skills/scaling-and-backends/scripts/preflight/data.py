@@ -87,6 +87,7 @@ SRC_MODELS_FIRST = (
 SRC_ASYNC_REQUEST_MODEL = "trl/experimental/async_grpo/async_rollout_worker.py:494-501,1000-1001 @1.16.0"
 SRC_HEALTH = "vllm/entrypoints/serve/instrumentator/health.py:22-32 @0.31.0"
 SRC_VERSION_RANGE = "trl/import_utils.py:101-112 @1.16.0 (is_vllm_available)"
+SRC_RECORDED = "scripts/stack/matrix.json (the registry's release list on its fetch date; tools/stack_matrix.py)"
 SRC_NCCL_GATE = "trl/experimental/async_grpo/weight_transfer.py:29-37 @1.16.0; trl/generation/vllm_client.py:45-48"
 SRC_DP_BROADCAST = (
     "vllm/v1/engine/core_client.py:156-166,1642-1651 @0.31.0 (DPLBAsyncMPClient.call_utility_async); "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from common.recorded import newer_than, phrase
 from common.versions import base_version, compare_versions, specifier_contains
 
 from preflight.data import (
@@ -31,6 +32,7 @@ from preflight.data import (
     SRC_MODELS_FIRST,
     SRC_MODELS_LIST,
     SRC_NCCL_GATE,
+    SRC_RECORDED,
     SRC_ROUND_RANK,
     SRC_RUNTIME_LORA_ENV,
     SRC_SELECT_DP,
@@ -338,6 +340,19 @@ def check_version(
                 "warns at import, but its client calls and weight-transfer code are written for that range.",
                 f"run a vLLM inside {spec} on the server (e.g. pip install 'vllm{spec}')",
                 trl_range["source"],
+                snap.url,
+            )
+        )
+    known = trl_range.get("recorded_vllm")
+    if isinstance(known, dict) and newer_than(version, known.get("newest")):
+        findings.append(
+            Finding(
+                "warning",
+                "vllm-newer-than-recorded",
+                f"vLLM {version} is {phrase(str(known.get('fetched')))}; newest recorded {known['newest']}: no "
+                "route, flag or rule of this check was read in it, so each verdict below is unverified for it.",
+                f"re-check each verdict by hand, or serve vLLM {known['newest']} (the newest release recorded)",
+                SRC_RECORDED,
                 snap.url,
             )
         )

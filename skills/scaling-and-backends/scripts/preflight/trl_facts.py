@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from common import recorded
 from common.read import read_text_or_none
 from common.versions import normalize_name, parse_requirement
 
@@ -43,7 +44,16 @@ def installed_metadata(name: str, path_entries: Optional[Sequence[str]] = None) 
 
 
 def trl_vllm_range() -> Dict[str, Any]:
-    """The vLLM range the installed TRL declares (its `vllm` extra), or TRL 1.16.0's when TRL is not installed."""
+    """The vLLM range the installed TRL declares (its `vllm` extra), or TRL 1.16.0's when TRL is not installed, with
+    the newest vLLM the recorded matrix lists (``recorded_vllm``: a server past it is reported as such)."""
+    found = _declared_range()
+    matrix = recorded.load()
+    newest = matrix.newest.get("vllm") if matrix else None
+    found["recorded_vllm"] = {"fetched": matrix.fetched, "newest": newest} if matrix and newest else None
+    return found
+
+
+def _declared_range() -> Dict[str, Any]:
     found = installed_metadata("trl")
     if found is None:
         return {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence
 
+from common import recorded
 from common.output import WIDTH, clip, escape_controls, fit_width, scrub
 from common.troubleshooting import RELEASE_HISTORY, Index, Match, Verdict, runnable, variant_for
 
@@ -90,6 +91,10 @@ def build_report(
         releases[package] = {"version": version, "from": f"{sources[source].label}:{line}"}
     for package, version in given.items():
         releases[package] = {"version": version, "from": origin.get(package, "flag")}
+    for package, info in releases.items():  # a release the recorded matrix does not know yet: said, not assumed
+        past = recorded.beyond(package, info["version"])
+        if past:
+            info["newer_than_recorded"] = past
     plain = {package: info["version"] for package, info in releases.items()}
     root = choice.root
     report: Dict[str, Any] = {
@@ -295,6 +300,9 @@ def render_text(report: Dict[str, Any], verbose: bool = False) -> str:
             "releases: "
             + "; ".join(f"{name} {info['version']} ({info['from']})" for name, info in report["releases"].items())
         )
+        for info in report["releases"].values():
+            if info.get("newer_than_recorded"):
+                lines.append(f"  {info['newer_than_recorded']}")
     if report["ranks"] or report["hosts"]:
         seen = []
         if report["ranks"]:
