@@ -93,3 +93,15 @@ def test_check_tree_counts_shared_nodes_once_per_reference() -> None:
 def test_short_never_prints_a_whole_hostile_value() -> None:
     assert len(short("x" * 10_000)) < 80
     assert "digits" in short(10**5000)
+
+
+def test_a_bundled_json_file_is_parsed_plainly_and_a_damaged_copy_is_refused_cleanly() -> None:
+    from common.values import InvalidValue, NotJson, load_bundled_json
+
+    assert load_bundled_json('{"a": [1, 2.5]}', "table") == {"a": [1, 2.5]}
+    with pytest.raises(InvalidValue, match="nests too deep"):
+        load_bundled_json("[" * 100_000 + "]" * 100_000, "table")
+    with pytest.raises(NotJson):
+        load_bundled_json('{"a": ', "table")
+    with pytest.raises(InvalidValue, match="larger than"):
+        load_bundled_json("[]" * 10, "table", max_bytes=4)

@@ -22,11 +22,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from common import recorded
 from common.read import read_text_or_none
-from common.values import InvalidValue, load_json
+from common.values import InvalidValue, load_bundled_json
 
 TABLE_NAME = "release_differences.json"
 TABLE_LIMIT = 1 << 20
-TABLE_DEPTH = 16  # the shipped table nests 5 levels deep
 PACKAGE_LABELS = {"trl": "TRL", "vllm": "vLLM"}
 _VERSION_RE = re.compile(r"^\s*v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?(?![0-9])")
 HUGE_PART = 10**18  # a release part of more digits than that sorts above every indexed one, never as 0 or an error
@@ -52,7 +51,7 @@ def load_table(path: Optional[str] = None) -> Optional[Dict[str, Any]]:
     if text is None:
         return None
     try:
-        table = load_json(text, TABLE_NAME, max_bytes=TABLE_LIMIT, max_depth=TABLE_DEPTH)
+        table = load_bundled_json(text, TABLE_NAME, max_bytes=TABLE_LIMIT)
     except InvalidValue:  # malformed, too deep or too large: the section is left out, the report goes on
         return None
     if not isinstance(table, dict) or not isinstance(table.get("packages"), dict):
@@ -89,6 +88,8 @@ def match_release(version: str, indexed: List[str]) -> Tuple[str, Optional[str]]
 def release_differences(packages: Dict[str, Any], table: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
     """The report section, or None when neither TRL nor vLLM is installed or the table is missing or malformed (a
     field of the wrong type anywhere leaves the section out; it never stops the report)."""
+    if not any((packages.get(name) or {}).get("installed") for name in ("trl", "vllm")):
+        return None  # nothing to compare: the table is not read (a bounded parse costs about 1-3 ms)
     table = table if table is not None else _cached_table()
     if table is None:
         return None
