@@ -25,7 +25,9 @@ if str(TOOLS_DIR) not in sys.path:
     sys.path.insert(0, str(TOOLS_DIR))
 
 import find_fix  # noqa: E402  (scripts/ is on sys.path: tests/conftest.py)
+from common.troubleshooting import load_index  # noqa: E402
 from lookup.inputs import build_request  # noqa: E402
+from lookup.rank import Ranker  # noqa: E402
 
 import claim_scopes as cs  # noqa: E402
 
@@ -169,10 +171,14 @@ def test_entry_answers_the_case(name: str, case: Dict[str, object]):
 # ---- the lookup command finds the entry from the user's words --------------------------------------------------------
 
 
+INDEX = load_index()
+RANKER = Ranker(INDEX)  # built once: the command builds one per run
+
+
 @pytest.mark.parametrize("name,case", CASES, ids=IDS)
 def test_lookup_finds_symptom(name: str, case: Dict[str, object]):
     """The lookup command's pipeline, in process (tests/test_find_fix.py runs the command itself)."""
-    report = find_fix.lookup(build_request([str(case["query"])], None, None, (), None, True))
+    report = find_fix.lookup(build_request([str(case["query"])], None, None, (), None, True), INDEX, RANKER)
     entry = dict(case["entry"])  # type: ignore[arg-type]
     found = [(r.get("file"), r.get("heading")) for r in report["results"][:3]]
     assert (entry["file"], entry["heading"]) in found, f"{name}: {case['query']!r} ranked {found}"
