@@ -38,3 +38,10 @@ def test_summary_is_plain_data_with_runnable_commands_or_the_note_alone() -> Non
     assert summary(search(tiny_index(), "nothing here", {})) is None
     newer = summary(search(tiny_index(), "GRPOTrainer", {"trl": "9.0.0"}))
     assert newer is not None and newer["fixes"] == [] and "newer than the index" in newer["lines"][0]
+
+
+def test_without_the_users_release_the_lines_say_so_and_the_move_is_conditional() -> None:
+    lines = text_lines(search(tiny_index(), "ZeRO-Offload CPULion partition hooks", {}, limit=1, min_score=0))
+    moves = [line for line in lines if line.strip().startswith("move deepspeed to")]
+    assert moves and moves[0].endswith("or later if yours is older:")
+    assert any("no deepspeed release given" in line for line in lines) and max(len(line) for line in lines) <= 100

@@ -17,7 +17,7 @@ def text_lines(result: SearchResult, width: int = 100) -> List[str]:
     for fix in result.fixes:
         lines.append(_clip("  " + fix.line(), width))
     for move in result.moves:
-        since = f" (you have {move.current})" if move.current else ""
+        since = f" (you have {move.current})" if move.current else " if yours is older"
         lines.append(_clip(f"  move {move.package} to {move.release} or later{since}:", width))
         for skip in move.skips:
             lines.append(_clip(f"    not {skip}: the regression lives there", width))

@@ -149,6 +149,8 @@ def search(
     scored = [f for f in scored if f.score >= max(min_score, RELATIVE * best)]
     scored.sort(key=lambda f: (-f.score, _newer_first(f.release), f.package, -f.pr))
     shown = tuple(scored[:limit])
+    for name in dict.fromkeys(f.package for f in shown if f.package not in releases):
+        notes.append(f"no {name} release given: its fixes from every release are listed; give yours to keep the later")
     return SearchResult(shown, _moves(shown, regressions, releases, current), tuple(notes))
 
 
