@@ -433,3 +433,16 @@ def test_scrubber_cpu_time_is_linear_on_1mb_values() -> None:
         dumps_strict({"v": text})
         spent = time.process_time() - start
         assert spent < 2 * len(text) / size, (text[:20], spent)  # scrub and dumps_strict: under 1 s each
+
+
+def test_a_secret_registered_after_a_text_was_scrubbed_is_hidden_in_that_text_too() -> None:
+    """Short texts are remembered once scrubbed; registering a secret forgets them, so none is answered stale."""
+    scrubber = Scrubber()
+    text = "launch key=s3cr3tvalue-not-a-shape"
+    assert scrubber(text) == scrubber(text)  # remembered
+    plain = "run 42 holds Zq9wXv7tPl2m inside"
+    assert scrubber(plain) == plain
+    scrubber.add("Zq9wXv7tPl2m")
+    assert "Zq9wXv7tPl2m" not in scrubber(plain)
+    long_text = "x" * 300 + " Zq9wXv7tPl2m"
+    assert "Zq9wXv7tPl2m" not in scrubber(long_text)  # past the remembered length: scrubbed every time

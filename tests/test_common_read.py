@@ -1,21 +1,16 @@
 """scripts/common/read.py: regular files only, never blocking, byte caps with a truncation flag, subprocess output
-capped and deadlined with the process group killed, HTTP bodies capped, deadlined and never decompressed."""
+capped and deadlined with the process group killed, also when started early and read later (HTTP:
+test_common_http.py)."""
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import os
-import socket
 import sys
-import threading
 import time
-import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from common.read import InputError, http_get, read_bytes, read_text, read_text_or_none, run_capped
+from common.read import InputError, read_bytes, read_text, read_text_or_none, run_capped
 
 # --- files ---------------------------------------------------------------------------------------------------------
 
@@ -130,107 +125,6 @@ def test_a_grandchild_that_escapes_the_group_cannot_hold_the_reader() -> None:
     assert time.monotonic() - started < 3
 
 
-# --- HTTP ----------------------------------------------------------------------------------------------------------
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args) -> None:  # quiet
-        pass
-
-    def do_GET(self) -> None:
-        if self.path == "/big":
-            self.send_response(200)
-            self.end_headers()
-            with contextlib.suppress(ConnectionError):  # the client stops reading at its limit and hangs up
-                for _ in range(100):
-                    self.wfile.write(b"x" * 65536)
-        elif self.path == "/gzip":
-            body = gzip.compress(b'{"a": 1}')
-            self.send_response(200)
-            self.send_header("Content-Encoding", "gzip")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        elif self.path == "/drip":
-            self.send_response(200)
-            self.end_headers()
-            for _ in range(50):
-                self.wfile.write(b"x")
-                self.wfile.flush()
-                time.sleep(0.2)
-        elif self.path == "/loop":
-            self.send_response(302)
-            self.send_header("Location", "/loop")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-        else:
-            body = b'{"ok": true}'
-            self.send_response(404 if self.path == "/missing" else 200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-
-@pytest.fixture(scope="module")
-def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-
-
-def _get(url: str, timeout: float = 5.0, deadline_s: float = 5.0, limit: int = 1_000_000):
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    return http_get(opener, url, {}, timeout, time.monotonic() + deadline_s, limit)
-
-
-def test_http_answers_and_statuses(server: str) -> None:
-    ok = _get(server + "/")
-    assert (ok.status, ok.body, ok.error_kind) == (200, b'{"ok": true}', None)
-    missing = _get(server + "/missing")
-    assert (missing.status, missing.error_kind) == (404, None)
-
-
-def test_http_body_cap(server: str) -> None:
-    result = _get(server + "/big", limit=100_000)
-    assert result.error_kind == "too-large" and result.body is None
-
-
-def test_http_compressed_body_is_not_inflated(server: str) -> None:
-    result = _get(server + "/gzip")
-    assert result.error_kind == "encoded" and result.body is not None and result.body.startswith(b"\x1f\x8b")
-
-
-@pytest.mark.serial
-def test_http_drip_stops_at_the_total_deadline(server: str) -> None:
-    started = time.monotonic()
-    result = _get(server + "/drip", timeout=5.0, deadline_s=0.5)
-    assert result.error_kind == "deadline"
-    assert time.monotonic() - started < 1.5
-
-
-def test_http_redirect_loop_is_named(server: str) -> None:
-    result = _get(server + "/loop")
-    assert result.error_kind == "redirect-loop" and result.status == 302
-
-
-@pytest.mark.serial
-def test_http_silent_listener_respects_the_deadline() -> None:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    try:
-        started = time.monotonic()
-        result = _get(f"http://127.0.0.1:{listener.getsockname()[1]}/", timeout=5.0, deadline_s=0.5)
-        assert result.error_kind == "deadline" and time.monotonic() - started < 1.5
-        past = _get(f"http://127.0.0.1:{listener.getsockname()[1]}/", deadline_s=-1)
-        assert past.error_kind == "deadline"
-    finally:
-        listener.close()
-
-
 # --- structured documents measured before parsing; statuses (issue 21) ---------------------------------------------
 
 from common.read import MAX_NESTING, StructureError, measure_json, measure_yaml, read_whole  # noqa: E402
@@ -289,3 +183,29 @@ def test_statuses_say_what_the_input_is(tmp_path: Path) -> None:
         read_whole(str(big), 4)
     statuses["big"] = info.value.status
     assert statuses == {"missing": "not_found", "folder": "not_regular", "dev-zero": "not_regular", "big": "too_large"}
+
+
+# --- a command started early, read later ---------------------------------------------------------------------------
+
+
+def test_a_started_command_is_read_later_with_its_output_whole() -> None:
+    from common.read import Started, finish_command, start_command
+
+    started = start_command(_py("import sys; print('out'); print('err', file=sys.stderr)"))
+    assert isinstance(started, Started)
+    time.sleep(0.2)
+    done = finish_command(started, timeout=10)
+    assert (done.status, done.stdout, done.stderr) == ("ok", "out\n", "err\n")
+    assert start_command(["/nonexistent/tool-xyz"]).status == "not_found"
+
+
+@pytest.mark.serial
+def test_a_started_command_is_cancelled_with_its_group() -> None:
+    from common.read import start_command
+
+    started = start_command(
+        _py("import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; time.sleep(60)'])")
+    )
+    begin = time.monotonic()
+    started.cancel()
+    assert started.process.poll() is not None and time.monotonic() - begin < 2

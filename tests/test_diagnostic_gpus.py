@@ -291,3 +291,73 @@ def test_visible_devices_parsing_is_linear_and_capped() -> None:
         assert time.perf_counter() - started < 0.5
         assert picked == list(range(8)) and "only the first 4,096 entries were read" in notes[0]
     assert diag_gpus.resolve_visible(",".join(["0", "1"] * 2000), 8, [None] * 8)[0] == []
+
+
+# --- the query starts before the packages are read (issue: the default run's cost) ---------------------------------
+
+
+def _slow_nvidia_smi(bin_dir: Path, seconds: float) -> None:
+    (bin_dir / "h100.csv").parent.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "h100.csv").write_text(H100_CSV, encoding="utf-8")
+    write_tool(bin_dir, "nvidia-smi", f'"{sleep()}" {seconds}\nexec "{cat()}" "{bin_dir / "h100.csv"}"\n')
+
+
+@pytest.mark.serial
+def test_a_started_query_answers_while_the_caller_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's time overlaps the caller's: started, then 0.6 s of other work, the answer is read at once."""
+    import time
+
+    _slow_nvidia_smi(tmp_path / "bin", 0.5)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    started = diag_gpus.start_nvidia_query()
+    assert started is not None
+    time.sleep(0.6)
+    begin = time.monotonic()
+    accel = diag_gpus.gather_accelerators({}, 5.0, started)
+    assert time.monotonic() - begin < 0.4
+    assert accel["nvidia_smi"]["status"] == "ok" and len(accel["gpus"]) == len(H100_CSV.strip().splitlines())
+    assert accel == diag_gpus.gather_accelerators({}, 5.0)  # the same facts as a query run on the spot
+
+
+@pytest.mark.serial
+def test_a_started_query_times_out_from_its_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    _slow_nvidia_smi(tmp_path / "bin", 30)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    started = diag_gpus.start_nvidia_query()
+    time.sleep(0.5)
+    begin = time.monotonic()
+    status, gpus = diag_gpus.query_nvidia(0.8, started)
+    assert status["status"] == "timeout" and gpus == []
+    assert time.monotonic() - begin < 0.7  # 0.3 s left of the 0.8 s, not a fresh 0.8 s
+    assert started.process.poll() is not None  # killed, not left running
+
+
+def test_no_nvidia_smi_starts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    assert diag_gpus.start_nvidia_query() is None
+
+
+def test_collect_stops_the_started_query_when_gathering_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from diagnostic import report as diag_report
+    from diagnostic.inputs import load_request
+
+    _slow_nvidia_smi(tmp_path / "bin", 30)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    seen = []
+
+    def start() -> object:
+        seen.append(diag_gpus.start_nvidia_query())
+        return seen[-1]
+
+    def fail(_entries: object) -> None:
+        raise RuntimeError("unreadable site-packages")
+
+    monkeypatch.setattr(diag_report, "start_nvidia_query", start)
+    monkeypatch.setattr(diag_report, "scan_distributions", fail)
+    with pytest.raises(RuntimeError):
+        diag_report.collect(load_request(), {})
+    [started] = seen
+    assert started.process.poll() is not None  # killed with its process group, not orphaned

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
 import pytest
 from diagnostic import release_diff as rdiff
+from diagnostic import release_lines as rlines
 
 from diagnostic_helpers import SCHEMA, add_dist, add_fixture_dist, add_stack, run_script, schema_errors
 
@@ -135,7 +135,9 @@ def test_past_the_index_but_known_to_the_matrix_keeps_the_index_wording() -> Non
     section = rdiff.release_differences({"vllm": {"installed": True, "version": "98.0.0"}}, table)
     (entry,) = section["packages"]
     assert entry["status"] == "unverified" and entry["newer_than_recorded"] is None
-    assert "98.0.0: newer than the newest indexed release; unverified (newest indexed" in rdiff.render_lines(section)[1]
+    assert (
+        "98.0.0: newer than the newest indexed release; unverified (newest indexed" in rlines.render_lines(section)[1]
+    )
 
 
 def test_no_trl_or_vllm_means_no_section(tmp_path: Path) -> None:
@@ -176,7 +178,7 @@ def test_an_unindexed_or_unparsable_trl_says_not_indexed_never_a_count(version: 
     section = rdiff.release_differences(packages)
     (entry,) = section["packages"]
     assert entry["status"] == "not_indexed" and entry["indexed_release"] is None
-    lines = rdiff.render_lines(section)
+    lines = rlines.render_lines(section)
     assert "not indexed" in lines[1] and "statement(s)" not in " ".join(lines)
 
 
@@ -188,7 +190,7 @@ def test_a_vllm_minor_past_the_index_is_read_against_the_nearest_older_list() ->
     (entry,) = section["packages"]
     assert entry["status"] == "unverified" and entry["indexed_release"] == newest
     assert entry["statements"] == [rdiff._statement(table, i) for i in table["packages"]["vllm"]["missing"][newest]]
-    assert "its list applies approximately" in " ".join(rdiff.render_lines(section))
+    assert "its list applies approximately" in " ".join(rlines.render_lines(section))
 
 
 @pytest.mark.parametrize(
@@ -207,7 +209,7 @@ def test_a_malformed_table_leaves_the_section_out(damage) -> None:
     table = json.loads(json.dumps(rdiff.load_table()))
     damage(table)
     section = rdiff.release_differences({"trl": {"installed": True, "version": "1.0.0"}}, table)
-    assert rdiff.render_lines(section) == [] or section is not None
+    assert rlines.render_lines(section) == [] or section is not None
     assert section is None or all(isinstance(s["claim"], str) for e in section["packages"] for s in e["statements"])
 
 
@@ -227,43 +229,3 @@ def test_a_table_nested_past_the_bound_is_left_out_not_a_recursion_error(tmp_pat
     shallow = tmp_path / "ok.json"
     shallow.write_text(json.dumps(rdiff.load_table()), encoding="utf-8")
     assert rdiff.load_table(str(shallow)) == rdiff.load_table()
-
-
-# ---- the text section: grouped, short, true for the release -----------------------------------------------------
-
-_VLLM_OF = {"1.5.1": "0.19.1", "1.9.2": "0.25.1", "1.12.0": "0.27.1"}
-
-
-@pytest.mark.parametrize("version", sorted(_VLLM_OF))
-def test_the_section_reads_well_for_an_older_release(version: str) -> None:
-    section = rdiff.release_differences(
-        {"trl": {"installed": True, "version": version}, "vllm": {"installed": True, "version": _VLLM_OF[version]}}
-    )
-    lines = rdiff.render_lines(section)
-    assert len(lines) <= 22 and all(len(line) <= 100 for line in lines), lines
-    installed = tuple(int(p) for p in version.split(".")[:2])
-    for line in lines:
-        first = re.match(r"^    (?:[\w ]+:)?\s+(TRL|vLLM) (\d+)\.(\d+)\+ \(", line)
-        if first:  # every group names a release newer than the installed one (the claim does not hold here)
-            package_version = (
-                installed if first.group(1) == "TRL" else tuple(int(p) for p in _VLLM_OF[version].split(".")[:2])
-            )
-            assert (int(first.group(2)), int(first.group(3))) > package_version, line
-    text = "\n".join(lines)
-    trl_part = text.split("  vLLM ")[0]
-    assert "--weight-transfer-config" not in trl_part and "--enable-scale-out" not in trl_part
-    if installed < (1, 11):  # the server protocol switch reaches a TRL <= 1.10 user through its row
-        verbose = "\n".join(rdiff.render_lines(section, verbose=True))
-        assert "(row TRL 1.11)" in verbose and "server protocol switch" in verbose
-    assert "more line(s): --verbose" in text or len(rdiff.render_lines(section, verbose=True)) == len(lines)
-    topics = re.findall(r"^    (\w[\w ]*):\s+(?:TRL|vLLM) ", text, re.M)
-    assert topics and all(topic in rdiff.TOPICS for topic in topics)
-    assert sum(bool(re.match(r"^    (?:[\w ]+:)?\s+(?:TRL|vLLM) \d", line)) for line in lines) >= 4
-
-
-def test_what_shows_instead_follows_the_installed_release() -> None:
-    section = rdiff.release_differences({"trl": {"installed": True, "version": "1.12.0"}})
-    text = "\n".join(rdiff.render_lines(section, verbose=True))
-    assert 'Request failed: 404, {"detail":"Not Found"}' in text  # the 1.11-1.15 row of the history's table
-    older = rdiff.release_differences({"trl": {"installed": True, "version": "1.9.2"}})
-    assert "on TRL 1.9.2: Request failed" not in "\n".join(rdiff.render_lines(older, verbose=True))

@@ -34,6 +34,7 @@ SHARED_PACKAGE = "common"
 STAGE_OF: Dict[str, str] = {
     "diagnostic.report": "judge",  # gathers every fact, then judges: the report before it is rendered
     "diagnostic.crosschecks": "judge",
+    "diagnostic.release_lines": "render",  # the release-differences section as text, for diagnostic.render
     "nodes.compare": "judge",
     "preflight.report": "render",  # builds the judged report and its text
     "planner.assemble": "judge",

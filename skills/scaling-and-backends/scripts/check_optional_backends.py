@@ -10,9 +10,9 @@ Facts are gathered by small functions, judged by separate rule functions, and pr
 (text or ``--json``). Standard library only; ``packaging`` and PyYAML are used when present.
 
 This file is the command line: it parses the flags into one ``diagnostic.inputs.Request``; the work lives in the
-``diagnostic`` package (inputs; gather: packages, builds, compat, release_diff, gpus, launch, node, interpreter,
-interpreter_hint and the opt-in probes and network; judge: rules, crosschecks, report; render) and the shared
-``common`` helpers.
+``diagnostic`` package (inputs; gather: packages, builds, compat, release_diff, gpus, rocm, launch, node,
+interpreter, interpreter_hint and the opt-in probes and network; judge: rules, crosschecks, report; render,
+release_lines) and the shared ``common`` helpers.
 """
 
 from __future__ import annotations

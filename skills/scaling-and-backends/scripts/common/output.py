@@ -37,6 +37,8 @@ import sys
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
+from common.lazy_re import lazy
+
 __all__ = [
     "REDACTED",
     "SCRUBBER",
@@ -74,9 +76,11 @@ MIN_FRAGMENT = 8
 # the CPU time.
 
 _DECIDE_LIMIT = 1024  # a longer value under a secret name is hidden without reading all of it
+_SEEN_LENGTH = 200  # texts up to this long are remembered once scrubbed, at most _SEEN_CAP of them
+_SEEN_CAP = 20_000
 _GRAM_CAP = 600_000  # fragments of registered secrets kept in memory (an environment value is at most 128 KiB)
 
-_TOKEN_SHAPES = re.compile(
+_TOKEN_SHAPES = lazy(
     r"(?<![A-Za-z0-9])(?:"
     + "|".join(
         (
@@ -97,77 +101,77 @@ _TOKEN_SHAPES = re.compile(
 )
 # A run of base64url characters and dots that holds "eyJ" (a JWT's first two characters), matched whole from the
 # run's start: the JWT inside it is found by splitting the run at its dots (_drop_jwts), once.
-_JWT_RUN = re.compile(r"(?<![A-Za-z0-9_\-.])[A-Za-z0-9_\-.]*eyJ[A-Za-z0-9_\-.]*")
+_JWT_RUN = lazy(r"(?<![A-Za-z0-9_\-.])[A-Za-z0-9_\-.]*eyJ[A-Za-z0-9_\-.]*")
 # "Authorization: Bearer x", "Proxy-Authorization=Basic x": the value, whatever its shape (placeholders kept).
-_AUTH_HEADER = re.compile(
+_AUTH_HEADER = lazy(
     r"(?i)\b((?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?(?:(?:basic|bearer|token|digest)[ \t]+)?)(?!<)"
     r"([^\s\"']+)"
 )
 # A bearer value in prose: needs a digit, so "a bearer token" stays.
-_BEARER = re.compile(r"(?i)\b(bearer\s+)(?=[A-Za-z0-9._~+/=\-]*[0-9])([A-Za-z0-9._~+/=\-]{8,})")
+_BEARER = lazy(r"(?i)\b(bearer\s+)(?=[A-Za-z0-9._~+/=\-]*[0-9])([A-Za-z0-9._~+/=\-]{8,})")
 # "scheme://user:pass word@host": a URL password holding a space, tab or control character, up to the first "@"
 # before a host (bounded). One without is left to the userinfo rule, which sees the whole run.
-_URL_ODD_PASSWORD = re.compile(
+_URL_ODD_PASSWORD = lazy(
     r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://[^\s/@:]{0,256}:)(?P<value>[^\n@]{1,128}?)(?=@[A-Za-z0-9\[_])"
 )
-_ODD_CHAR = re.compile(r"[^\S\n]|[\x00-\x1f\x7f]")
-_PORT_PATH = re.compile(r"[0-9]{1,5}(?:/|$)")
+_ODD_CHAR = lazy(r"[^\S\n]|[\x00-\x1f\x7f]")
+_PORT_PATH = lazy(r"[0-9]{1,5}(?:/|$)")
 
 # Names. An exact secret name hides any value but a placeholder; a name that ends with a secret noun
 # (WANDB_API_KEY, DB_PASSWORD) hides any value but a short common one; a name that only contains a secret word
 # (CACHE_KEY, SSH_AUTH_SOCK) hides a value that looks like a secret.
-_EXACT_NAME = re.compile(
+_EXACT_NAME = lazy(
     r"(?:token|access_?token|auth_?token|refresh_?token|id_?token|key|api_?key|apikey|secret|client_?secret|"
     r"password|passwd|pwd|sig|signature|x_amz_signature|x_amz_credential|(?:aws_)?secret_?access_?key|"
     r"private_?key|secret_?key)"
 )
-_STRONG_SUFFIX = re.compile(
+_STRONG_SUFFIX = lazy(
     r"(?:token|secret|password|passwd|api_?key|apikey|secret_?key|access_?key|private_?key|auth_?key|"
     r"client_?secret|credentials?)$"
 )
-_SECRET_WORD = re.compile(r"(?i)token|key|secret|password|passwd|pwd|auth|credential")
-_NOT_SECRET_NAME = re.compile(r"tokeniz|tokens(?:_|$)")
+_SECRET_WORD = lazy(r"(?i)token|key|secret|password|passwd|pwd|auth|credential")
+_NOT_SECRET_NAME = lazy(r"tokeniz|tokens(?:_|$)")
 # name=value, name: value, "name": "value", name = 'value', --name=value (JSON-escaped quotes too). Only the name
 # and separator are matched; the value's end is found by _value_end.
 _SECRETISH = r"(?=[A-Za-z0-9_.\-]*?(?i:token|key|secret|passw|pwd|auth|credential|sig))"  # skip other names fast
-_NAME_SEP = re.compile(
+_NAME_SEP = lazy(
     r"(?<![A-Za-z0-9_.\-])(?:(?P<nq>\\?[\"'])" + _SECRETISH + r"(?P<qname>[A-Za-z0-9_.\-]+)(?P=nq)[ \t]*[:=][ \t]*"
     r"|" + _SECRETISH + r"(?P<name>[A-Za-z0-9_\-][A-Za-z0-9_.\-]*)[ \t]*(?:=|:(?=[ \t\"'\\]))[ \t]*)"
     r"(?P<vq>\\?[\"'])?"
 )
 # "--api-key X", "--hf-token 'X'", and the next item of an argument list: "'--api-key', 'X'", "[\"--token\", \"X\"]".
 _FLAG = r"--?(?:[A-Za-z0-9]+[-_])*(?:key|token|secret|password|passwd|pwd|credentials?)"
-_FLAG_ONLY = re.compile("(?i)" + _FLAG)
-_SECRET_FLAG = re.compile(
+_FLAG_ONLY = lazy("(?i)" + _FLAG)
+_SECRET_FLAG = lazy(
     r"(?i)(?<![A-Za-z0-9_\-])(?:(?P<fq>\\?[\"'])" + _FLAG + r"(?P=fq)[ \t]*,[ \t]*|" + _FLAG + r"[ \t]+(?!--))"
     r"(?P<vq>\\?[\"'])?"
 )
 # A secret name, then a few separator characters of any kind, then a key-like value (16+ characters mixing upper
 # case, lower case and digits): "'AWS_SECRET_ACCESS_KEY', '/wJalr...'", "aws_secret_access_key:/wJalr...".
-_NAMED_BLOB = re.compile(
+_NAMED_BLOB = lazy(
     r"(?i)(?<![A-Za-z0-9_\-])([A-Za-z0-9_\-]*?(?:secret|token|password|passwd|api_?key|access_?key|private_?key|"
     r"auth_?key|credentials?)[ \t:=,\"'\\]{1,8})(?P<value>[A-Za-z0-9+/=_\-]{16,})"
 )
 _AFTER_QUOTE = frozenset(" \t\r\n,;:)]}&\\\"'.")  # what may follow a closing quote
 # Where an unquoted value ends: white space, a quote, or "&" before the next query parameter.
-_PLAIN_END = re.compile(r"[\s\"'`]|\\(?=[\"'])|&(?=[A-Za-z0-9_.\-]+=)")
-_PLACEHOLDER = re.compile(
+_PLAIN_END = lazy(r"[\s\"'`]|\\(?=[\"'])|&(?=[A-Za-z0-9_.\-]+=)")
+_PLACEHOLDER = lazy(
     r"(?i)^(?:<[^<>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\*+|x{1,4}|true|false|yes|no|on|off|none|null|nil|unset|empty|"
     r"\"\"|'')$"
 )
-_COMMON_VALUE = re.compile(
+_COMMON_VALUE = lazy(
     r"(?i)^(?:[-+]?[0-9][0-9.,_:]*|true|false|yes|no|on|off|none|null|nil|unset|empty|auto|default|"
     r"[a-z]{1,7}|\*+|x+|<[^>]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|[~.]?/.*|[A-Za-z]:\\.*)$"
 )
-_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*_[A-Z0-9_]*$")  # a variable's name given as a value (SERVER_TOKEN)
+_ENV_NAME = lazy(r"^[A-Z][A-Z0-9]*_[A-Z0-9_]*$")  # a variable's name given as a value (SERVER_TOKEN)
 # What a secret-named value may be and still be shown: booleans, placeholders, paths, short words (not numbers:
 # NCCL_IB_AUTH_KEY=84729103657482019376 is a secret, and so is an upper-case base32 one).
-_PLAIN_VALUE = re.compile(
+_PLAIN_VALUE = lazy(
     r"(?i)^(?:true|false|yes|no|on|off|none|null|nil|unset|empty|auto|default|[a-z]{1,7}|\*+|x+|<[^>]*>|"
     r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|[~.]?/.*|[A-Za-z]:\\.*)$"
 )
-_FLAG_OR_METAVAR = re.compile(r"-[A-Za-z]|[A-Z][A-Z_]{0,15}")
-_BASE64ISH = re.compile(r"/?[A-Za-z0-9+/]{15,}={0,2}")
+_FLAG_OR_METAVAR = lazy(r"-[A-Za-z]|[A-Z][A-Z_]{0,15}")
+_BASE64ISH = lazy(r"/?[A-Za-z0-9+/]{15,}={0,2}")
 _SCHEMES_WORDS = ("basic", "bearer", "token", "digest")
 # What the rules need somewhere in the text: a secret word (the name rules, auth headers, bearer values) or a
 # shape's start (token shapes, JWTs, URLs). Substring tests (fast, unlike a regular expression's alternation) let
@@ -179,8 +183,8 @@ _SHAPE_STARTS = (
 )
 # A run that holds "@", started only at a run's start (linear). Runs end at a space, tab or newline only, so a
 # carriage return or other control character inside URL credentials keeps them one run.
-_RUN_WITH_AT = re.compile(r"(?<![^ \t\n@])[^ \t\n@]*@[^ \t\n]*")
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+_RUN_WITH_AT = lazy(r"(?<![^ \t\n@])[^ \t\n@]*@[^ \t\n]*")
+_SCHEME = lazy(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
 def _mixed(value: str) -> bool:
@@ -402,6 +406,7 @@ class Scrubber:
         self._variants: List[str] = []
         self._grams: Set[str] = set()
         self._lock = _thread.allocate_lock()
+        self._seen: Dict[str, str] = {}  # short texts already scrubbed (a report repeats its keys and words)
 
     def add(self, secret: Optional[str]) -> None:
         """Register a secret value (a token read from the environment). Values under 4 characters are ignored."""
@@ -416,10 +421,22 @@ class Scrubber:
                     break  # the whole value is still replaced; only its fragments beyond the cap are not
                 grams.update(form[i : i + MIN_FRAGMENT] for i in range(len(form) - MIN_FRAGMENT + 1))
             self._grams = grams
+            self._seen = {}
 
     def __call__(self, text: str) -> str:
         if not text:
             return text
+        if len(text) > _SEEN_LENGTH:
+            return self._scrub(text)
+        seen = self._seen
+        done = seen.get(text)
+        if done is None:
+            done = self._scrub(text)
+            if len(seen) < _SEEN_CAP:
+                seen[text] = done
+        return done
+
+    def _scrub(self, text: str) -> str:
         for variant in self._variants:
             if variant in text:
                 text = text.replace(variant, REDACTED)
@@ -567,7 +584,7 @@ def scrub_tree(value: Any, _depth: int = 0) -> Any:
 
 # C0/C1 controls, DEL, Arabic letter mark, zero-width and joiner marks, bidi marks and overrides, line/paragraph
 # separators, invisible operators, the byte-order mark and lone surrogates: none may reach a report unescaped.
-_CONTROL = re.compile(
+_CONTROL = lazy(
     "[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ud800-\udfff]"
 )
 _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}

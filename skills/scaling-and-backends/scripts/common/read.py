@@ -1,15 +1,15 @@
-"""The one reading discipline of the bundle's scripts: files, subprocess output and HTTP bodies, each bounded.
+"""The one reading discipline of the bundle's scripts: files and subprocess output, each bounded (HTTP bodies:
+:mod:`common.http`).
 
 - :func:`read_bytes` / :func:`read_text` read a regular file only (a FIFO, device, directory or socket is refused
   after a ``stat`` and again after opening, and the open is non-blocking, so a FIFO can never hang the reader),
   never more than ``limit`` bytes, and say whether they truncated.
 - :func:`run_capped` runs a command with a byte cap per stream and a deadline; on either overrun its whole process
-  group is killed, and a grandchild that keeps the pipes open cannot hold the reader.
+  group is killed, and a grandchild that keeps the pipes open cannot hold the reader. :func:`start_command` and
+  :func:`finish_command` are its two halves, for a caller that works while the command runs.
 - :func:`measure_json` / :func:`measure_yaml` measure a structured document before any recursive parser sees it:
   nesting depth by one linear scan of the text (no recursion), and for YAML the count of anchors and aliases, each
   against one limit; a document over a limit raises :class:`StructureError` naming that limit.
-- :func:`http_get` sends one GET with a byte cap on the body, a per-read timeout that never passes the total
-  deadline, and no decompression (``Accept-Encoding: identity``; an encoded body is reported, never inflated).
 
 Standard library only; no function here writes a file or opens a socket it was not asked to.
 """
@@ -26,17 +26,19 @@ import sys
 import time
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
+from common.lazy_re import lazy
+
 __all__ = [
     "MAX_ALIASES",
     "MAX_ANCHORS",
     "MAX_NESTING",
     "CommandResult",
-    "HttpResult",
     "InputError",
     "ReadResult",
+    "Started",
     "StructureError",
     "file_size",
-    "http_get",
+    "finish_command",
     "iter_chunks",
     "iter_stdin_chunks",
     "measure_json",
@@ -46,6 +48,7 @@ __all__ = [
     "read_text_or_none",
     "read_whole",
     "run_capped",
+    "start_command",
 ]
 
 DEFAULT_FILE_LIMIT = 4_000_000
@@ -263,7 +266,7 @@ class StructureError(ValueError):
         self.limit = limit
 
 
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\[\s\S]?[^"\\]*)*(?:"|\Z)')
+_JSON_STRING = lazy(r'"[^"\\]*(?:\\[\s\S]?[^"\\]*)*(?:"|\Z)')
 _BRACKETS_ONLY = bytes(set(range(256)) - set(b"[]{}"))
 _DELTA = [0] * 256
 _DELTA[ord("[")] = _DELTA[ord("{")] = 1
@@ -295,15 +298,15 @@ def measure_json(data: Union[str, bytes], max_depth: int = MAX_NESTING) -> None:
 
 
 # A quoted scalar can start only where a token starts: after a line start, a space or a flow indicator.
-_YAML_QUOTED = re.compile(
+_YAML_QUOTED = lazy(
     r"""(?:(?<=[\s\[{,:])|^)(?:'[^']*(?:''[^']*)*(?:'|\Z)|"[^"\\]*(?:\\[\s\S]?[^"\\]*)*(?:"|\Z))""",
     re.MULTILINE,
 )
-_YAML_COMMENT = re.compile(r"(?:(?<=\s)|^)#[^\n]*", re.MULTILINE)
-_YAML_ANCHOR = re.compile(r"(?:(?<=[\s\[{,])|^)&[^\s\[\]{},]+", re.MULTILINE)
-_YAML_ALIAS = re.compile(r"(?:(?<=[\s\[{,])|^)\*[^\s\[\]{},]+", re.MULTILINE)
-_YAML_INLINE_ENTRY = re.compile(r"[-?:][ \t]+(?=[-?][ \t]|[-?]$)", re.MULTILINE)
-_YAML_LINE_LEAD = re.compile(r"[ ]*((?:[-?][ \t]+)*)")
+_YAML_COMMENT = lazy(r"(?:(?<=\s)|^)#[^\n]*", re.MULTILINE)
+_YAML_ANCHOR = lazy(r"(?:(?<=[\s\[{,])|^)&[^\s\[\]{},]+", re.MULTILINE)
+_YAML_ALIAS = lazy(r"(?:(?<=[\s\[{,])|^)\*[^\s\[\]{},]+", re.MULTILINE)
+_YAML_INLINE_ENTRY = lazy(r"[-?:][ \t]+(?=[-?][ \t]|[-?]$)", re.MULTILINE)
+_YAML_LINE_LEAD = lazy(r"[ ]*((?:[-?][ \t]+)*)")
 
 
 def measure_yaml(
@@ -401,20 +404,32 @@ def _kill_group(process: Any) -> None:
             process.kill()
 
 
-def run_capped(
-    argv: Sequence[str],
-    timeout: float,
-    limit: int = DEFAULT_OUTPUT_LIMIT,
-    env: Optional[Mapping[str, str]] = None,
-    cwd: Optional[str] = None,
-) -> CommandResult:
-    """Run ``argv`` with no stdin, reading at most ``limit`` bytes of each of stdout and stderr within ``timeout``
-    seconds. On overrun of either, the command's process group is killed and what was read is kept."""
-    import selectors
+class Started(NamedTuple):
+    """A command started by :func:`start_command`, to be read by :func:`finish_command`."""
+
+    process: Any
+    start: float
+
+    def cancel(self) -> None:
+        """Kill the command's process group and close its pipes, when its answer is no longer wanted."""
+        if self.process.poll() is None:
+            _kill_group(self.process)
+        for stream in (self.process.stdout, self.process.stderr):
+            with contextlib.suppress(OSError):
+                stream.close()
+        with contextlib.suppress(Exception):
+            self.process.wait(timeout=1.0)
+
+
+def start_command(
+    argv: Sequence[str], env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None
+) -> Union[Started, CommandResult]:
+    """Start ``argv`` with no stdin, in its own process group, and return at once: a :class:`Started` whose
+    output :func:`finish_command` reads later (other work can run meanwhile), or the ``not_found`` result of a
+    command that could not start."""
     import subprocess  # imported here: the default diagnostic may never run a command
 
     start = time.monotonic()
-    deadline = start + max(0.0, float(timeout))
     try:
         process = subprocess.Popen(
             list(argv),
@@ -428,9 +443,19 @@ def run_capped(
     except (OSError, ValueError) as error:
         reason = _os_reason(error) if isinstance(error, OSError) else "invalid argument"
         return CommandResult("not_found", None, "", reason, 0.0)
-    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     with contextlib.suppress(OSError):
         process.stdin.close()
+    return Started(process, start)
+
+
+def finish_command(started: Started, timeout: float, limit: int = DEFAULT_OUTPUT_LIMIT) -> CommandResult:
+    """Read a started command's stdout and stderr, at most ``limit`` bytes each, until ``timeout`` seconds after
+    it STARTED. On overrun of either, the command's process group is killed and what was read is kept."""
+    import selectors
+    import subprocess
+
+    process = started.process
+    deadline = started.start + max(0.0, float(timeout))
     out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
     buffers: Dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
     status: Optional[str] = None
@@ -482,137 +507,19 @@ def run_capped(
         returncode=process.returncode,
         stdout=out.decode("utf-8", errors="replace"),
         stderr=err.decode("utf-8", errors="replace"),
-        seconds=round(time.monotonic() - start, 3),
+        seconds=round(time.monotonic() - started.start, 3),
         truncated=status == "too-large",
     )
 
 
-# --------------------------------------------------------------------------------------------------------------
-# HTTP
-# --------------------------------------------------------------------------------------------------------------
-
-
-class HttpResult:
-    """One GET. ``error_kind`` is None for an answer (any status), else one of: deadline, too-large (body over the
-    cap), encoded (a compressed body, never inflated), redirect-loop (urllib gave up following redirects), or
-    exception (``exception`` holds it, for the caller to classify). Filled in as the request goes."""
-
-    __slots__ = (
-        "body",
-        "content_encoding",
-        "content_type",
-        "elapsed_s",
-        "error_detail",
-        "error_kind",
-        "exception",
-        "status",
-    )
-
-    def __init__(self) -> None:
-        self.status: Optional[int] = None
-        self.content_type = ""
-        self.content_encoding = ""
-        self.body: Optional[bytes] = None
-        self.error_kind: Optional[str] = None
-        self.error_detail = ""
-        self.exception: Optional[BaseException] = None
-        self.elapsed_s = 0.0
-
-
-def _socket_of(response: Any) -> Any:
-    """The socket under an ``http.client.HTTPResponse`` (or an ``HTTPError`` wrapping one), if reachable."""
-    for path in (("fp", "raw", "_sock"), ("fp", "fp", "raw", "_sock"), ("fp", "fp", "fp", "raw", "_sock")):
-        node = response
-        for name in path:
-            node = getattr(node, name, None)
-            if node is None:
-                break
-        if node is not None and hasattr(node, "settimeout"):
-            return node
-    return None
-
-
-def _is_timeout(exc: BaseException) -> bool:
-    import socket
-
-    reason = getattr(exc, "reason", exc)
-    return isinstance(reason, (socket.timeout, TimeoutError)) or "timed out" in str(reason)
-
-
-def http_get(
-    opener: Any,
-    url: str,
-    headers: Mapping[str, str],
-    timeout_s: float,
-    deadline: float,
-    limit: int,
-) -> HttpResult:
-    """GET ``url`` through ``opener`` (a ``urllib.request.OpenerDirector``): every socket wait is bounded by
-    ``timeout_s`` and by the monotonic ``deadline``; at most ``limit`` body bytes are read; nothing is decoded."""
-    import urllib.error
-    import urllib.request
-
-    result = HttpResult()
-    started = time.monotonic()
-    remaining = deadline - started
-    if remaining <= 0:
-        result.error_kind, result.error_detail = "deadline", "total deadline reached before this request"
-        return result
-    request = urllib.request.Request(url, method="GET")
-    for name, value in headers.items():
-        request.add_header(name, value)
-    request.add_header("Accept-encoding", "identity")
-    response: Any = None
-    try:
-        try:
-            response = opener.open(request, timeout=max(0.001, min(timeout_s, remaining)))
-        except urllib.error.HTTPError as error:  # a status >= 400 is an answer, not a failure to connect
-            response = error
-            if 300 <= error.code < 400:
-                result.status = error.code
-                result.error_kind = "redirect-loop"
-                result.error_detail = f"HTTP {error.code}: redirects did not end (a loop, or more than urllib follows)"
-                return result
-        result.status = int(getattr(response, "code", None) or response.status)
-        header_map = response.headers
-        result.content_type = str(header_map.get("Content-Type", "") if header_map else "")[:200]
-        result.content_encoding = str(header_map.get("Content-Encoding", "") if header_map else "")[:100].strip()
-        if getattr(response, "fp", True) is None:  # an HTTPError without a body
-            result.body = b""
-            return result
-        sock = _socket_of(response)
-        # read1 returns after one socket read, so a server that drips bytes cannot outlast the deadline check.
-        read = getattr(response, "read1", None) or response.read
-        chunks: List[bytes] = []
-        size = 0
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                result.error_kind, result.error_detail = "deadline", "total deadline reached while reading the body"
-                return result
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.settimeout(max(0.001, min(timeout_s, remaining)))
-            chunk = read(_CHUNK)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > limit:
-                result.error_kind, result.error_detail = "too-large", f"body larger than {limit:,} bytes"
-                return result
-            chunks.append(chunk)
-        result.body = b"".join(chunks)
-        if result.content_encoding.lower() not in ("", "identity"):
-            result.error_kind = "encoded"
-            result.error_detail = "a compressed body (Content-Encoding) that this reader never decompresses"
-    except Exception as exc:  # every failure is handed back for the caller to classify
-        if time.monotonic() >= deadline - 0.005 and _is_timeout(exc):
-            result.error_kind, result.error_detail = "deadline", "total deadline reached while waiting for the server"
-        else:
-            result.error_kind, result.exception = "exception", exc
-    finally:
-        result.elapsed_s = round(time.monotonic() - started, 3)
-        if response is not None:
-            with contextlib.suppress(Exception):
-                response.close()
-    return result
+def run_capped(
+    argv: Sequence[str],
+    timeout: float,
+    limit: int = DEFAULT_OUTPUT_LIMIT,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+) -> CommandResult:
+    """Run ``argv`` with no stdin, reading at most ``limit`` bytes of each of stdout and stderr within ``timeout``
+    seconds (:func:`start_command`, then :func:`finish_command`)."""
+    started = start_command(argv, env, cwd)
+    return started if isinstance(started, CommandResult) else finish_command(started, timeout, limit)

@@ -18,6 +18,8 @@ import sys
 from types import SimpleNamespace
 from typing import Dict, NamedTuple, Optional, Tuple
 
+from common.lazy_re import lazy
+
 # ``packaging`` is optional. Finding it is cheap; importing it costs tens of milliseconds, which matters to the
 # diagnostic's speed budget, so its modules are imported on first use only.
 HAVE_PACKAGING = importlib.util.find_spec("packaging") is not None
@@ -49,7 +51,7 @@ def _packaging() -> Optional[SimpleNamespace]:
     return _PACKAGING if HAVE_PACKAGING else None
 
 
-_VERSION_RE = re.compile(
+_VERSION_RE = lazy(
     r"""^\s*v?
     (?:(?P<epoch>\d+)!)?
     (?P<release>\d+(?:\.\d+)*)
@@ -64,7 +66,7 @@ _VERSION_RE = re.compile(
 # ValueError on a 5,000-digit number, and no release has a number over 40 digits or a version over 256 characters.
 MAX_VERSION_CHARS = 256
 MAX_NUMBER_DIGITS = 40
-_LONG_NUMBER = re.compile(rf"\d{{{MAX_NUMBER_DIGITS + 1}}}")
+_LONG_NUMBER = lazy(rf"\d{{{MAX_NUMBER_DIGITS + 1}}}")
 
 
 def oversized(text: str) -> bool:
@@ -79,7 +81,7 @@ VersionKey = Tuple[
 ]
 
 
-_NAME_SEPARATORS = re.compile(r"[-_.]+")
+_NAME_SEPARATORS = lazy(r"[-_.]+")
 
 
 def normalize_name(name: str) -> str:
@@ -220,7 +222,7 @@ def base_version_with_tags(text: str) -> Optional[str]:
     return text.split("+", 1)[0].strip()
 
 
-_CLAUSE_RE = re.compile(r"^\s*(===|==|!=|~=|<=|>=|<|>)\s*([^\s,;]+)\s*$")
+_CLAUSE_RE = lazy(r"^\s*(===|==|!=|~=|<=|>=|<|>)\s*([^\s,;]+)\s*$")
 
 
 def specifier_contains(specifier: str, version: str, allow_prereleases: bool = True) -> Optional[bool]:
@@ -270,7 +272,7 @@ class Requirement(NamedTuple):
         return evaluate_marker(self.marker, extra=extra, python_version=python_version)
 
 
-_REQ_RE = re.compile(
+_REQ_RE = lazy(
     r"""^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*
     (?:\[(?P<extras>[^\]]*)\])?\s*
     (?:\((?P<paren>[^)]*)\)|(?P<spec>(?:===|==|!=|~=|<=|>=|<|>)[^;@]*))?\s*
@@ -346,14 +348,14 @@ def _machine() -> str:
         return ""
 
 
-_ATOM_RE = re.compile(
+_ATOM_RE = lazy(
     r"""^\s*(?:(?P<lvar>[a-z_]+)\s*(?P<op1>===|==|!=|~=|<=|>=|<|>|not\s+in|in)\s*(?P<rq>['"])(?P<rval>[^'"]*)(?P=rq)
     |(?P<lq>['"])(?P<lval>[^'"]*)(?P=lq)\s*(?P<op2>===|==|!=|~=|<=|>=|<|>|not\s+in|in)\s*(?P<rvar>[a-z_]+))\s*$""",
     re.VERBOSE,
 )
 
 
-_BOOLEAN_WORDS = {word: re.compile(rf"\s{word}\s") for word in ("and", "or")}
+_BOOLEAN_WORDS = {word: lazy(rf"\s{word}\s") for word in ("and", "or")}
 
 
 def _split_top(expr: str, word: str) -> list:

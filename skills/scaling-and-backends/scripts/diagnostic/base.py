@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Optional, Sequence, Tuple
 
+from common.lazy_re import lazy
 from common.output import one_line, scrub
 from common.read import InputError, read_bytes, run_capped
 
@@ -89,12 +90,12 @@ BACKEND_HELP = {
     "async-grpo-lora": "AsyncGRPO with adapter-only LoRA sync to a vLLM server",
 }
 
-SECRET_NAME_RE = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.IGNORECASE)
+SECRET_NAME_RE = lazy(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|AUTH|CREDENTIAL", re.IGNORECASE)
 # The scheme starts where a run of scheme characters starts: one scan per run, so a long value is read once.
-URL_CREDENTIALS_RE = re.compile(
+URL_CREDENTIALS_RE = lazy(
     r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<cred>[^/@\s:]*(?::[^/@\s]*)?)@"
 )
-HF_TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{20,}\b")
+HF_TOKEN_RE = lazy(r"\bhf_[A-Za-z0-9]{20,}\b")
 REDACTED = "<redacted>"
 
 
@@ -146,6 +147,7 @@ def display_specifier(spec: str) -> str:
 
 
 COMMAND_OUTPUT_LIMIT = 1_000_000  # bytes per stream: nvidia-smi/rocm-smi print a few kB
+GPU_MEMORY_MAX_MIB = 2**31  # 2 PiB per GPU: a larger reading from nvidia-smi or rocm-smi is not a real one
 
 
 def run_command(argv: Sequence[str], timeout: float) -> Dict[str, Any]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from common.read import find_executable
-from common.values import InvalidValue, integer, load_json, number, short
+from common.read import Started, find_executable, finish_command, start_command
+from common.values import InvalidValue, integer, number, short
 
-from diagnostic.base import first_line, run_command, version_tuple
+from diagnostic.base import COMMAND_OUTPUT_LIMIT, GPU_MEMORY_MAX_MIB, first_line, run_command, version_tuple
 
 DEFAULT_SMI_TIMEOUT = 5.0
 
@@ -17,7 +17,7 @@ AMD_BF16_ARCHS = ("gfx908", "gfx90a", "gfx94", "gfx95", "gfx11", "gfx12")
 AMD_FA2_ARCHS = ("gfx90a", "gfx942", "gfx950")
 
 MAX_GPUS = 4096
-MAX_MIB = 2**31  # 2 PiB per GPU: anything above is not a real reading
+MAX_MIB = GPU_MEMORY_MAX_MIB
 
 NVIDIA_FIELDS = ("index", "uuid", "name", "memory.total", "memory.used", "memory.free", "driver_version", "compute_cap")
 
@@ -74,16 +74,35 @@ def parse_nvidia_csv(text: str, fields: Sequence[str]) -> Tuple[Optional[List[Di
     return gpus, ""
 
 
-def query_nvidia(timeout: float) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
-    """GPU list from ``nvidia-smi --query-gpu``; the tool's own error text is kept."""
+def _nvidia_argv(exe: str, fields: Sequence[str]) -> List[str]:
+    return [exe, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
+
+
+def start_nvidia_query() -> Optional[Started]:
+    """Start ``nvidia-smi --query-gpu`` now and return at once (None when it is not on PATH or cannot start), so
+    that the rest of the facts are gathered while the driver answers (hundreds of ms on a busy node);
+    :func:`gather_accelerators` reads its answer."""
+    exe = find_executable("nvidia-smi")
+    started = start_command(_nvidia_argv(exe, NVIDIA_FIELDS)) if exe else None
+    return started if isinstance(started, Started) else None
+
+
+def query_nvidia(timeout: float, started: Optional[Started] = None) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
+    """GPU list from ``nvidia-smi --query-gpu`` (read from ``started`` when the query was started earlier); the
+    tool's own error text is kept."""
     exe = find_executable("nvidia-smi")
     if not exe:
+        if started is not None:
+            started.cancel()
         return {"status": "not_found", "detail": "nvidia-smi is not on PATH"}, []
     fields = list(NVIDIA_FIELDS)
     result: Dict[str, Any] = {}
     for _attempt in range(2):
-        argv = [exe, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits"]
-        result = run_command(argv, timeout)
+        if started is not None:
+            result = finish_command(started, timeout, COMMAND_OUTPUT_LIMIT).as_dict()
+            started = None
+        else:
+            result = run_command(_nvidia_argv(exe, fields), timeout)
         combined = (result["stdout"] + "\n" + result["stderr"]).strip()
         if result["status"] == "failed" and "compute_cap" in fields and "not a valid field" in combined:
             fields.remove("compute_cap")  # drivers older than the compute_cap field
@@ -136,69 +155,12 @@ def query_rocm(timeout: float) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
     if result["status"] != "ok":
         message = first_line(result["stderr"]) or first_line(result["stdout"]) or "no message"
         return {"status": "failed", "detail": f"exit {result['returncode']}: {message}"}, []
+    from diagnostic.rocm import parse_rocm_json  # only where rocm-smi answered: most machines never compile it
+
     gpus, reason = parse_rocm_json(result["stdout"])
     if gpus is None:
         return {"status": "unparsable", "detail": reason}, []
     return {"status": "ok", "detail": f"{len(gpus)} GPU(s)"}, gpus
-
-
-def parse_rocm_json(text: str) -> Tuple[Optional[List[Dict[str, Any]]], str]:
-    """Parse ``rocm-smi ... --json`` (keys differ between ROCm releases, so they are matched loosely)."""
-    start = text.find("{")
-    try:
-        data = load_json(text[start:], "the output", max_depth=16) if start >= 0 else None
-    except InvalidValue as error:
-        return None, first_line(str(error), 160)
-    if not isinstance(data, dict):
-        return None, "not a JSON object"
-    driver = None
-    for key, value in data.items():
-        if key.lower() == "system" and isinstance(value, dict):
-            driver = next((str(v) for k, v in value.items() if "driver version" in k.lower()), None)
-    gpus = []
-    for key in sorted(data, key=lambda k: int(re.sub(r"\D", "", k)[:6] or 0)):
-        match = re.fullmatch(r"card(\d{1,4})", key)
-        value = data[key]
-        if not match or not isinstance(value, dict):
-            continue
-        fields = {str(k).lower(): first_line(str(v), 200) for k, v in value.items() if not isinstance(v, (dict, list))}
-
-        def pick(*names: str, _fields: Dict[str, str] = fields) -> Optional[str]:
-            for name in names:
-                for field, content in _fields.items():
-                    if name in field and content and content.upper() != "N/A":
-                        return content
-            return None
-
-        def mib(text_value: Optional[str]) -> Optional[int]:
-            try:
-                return (
-                    integer(text_value, "memory", 0, MAX_MIB * 1048576) // 1048576 if text_value is not None else None
-                )
-            except InvalidValue:
-                return None
-
-        total = mib(pick("vram total memory (b)"))
-        used = mib(pick("vram total used memory (b)"))
-        unique = pick("unique id")
-        arch = pick("gfx version")
-        gpus.append(
-            {
-                "index": int(match.group(1)),
-                "uuid": unique,
-                "vendor": "amd",
-                "name": pick("card series", "device name", "card model", "card sku") or "AMD GPU",
-                "memory_total_mib": total,
-                "memory_used_mib": used,
-                "memory_free_mib": (total - used) if total is not None and used is not None else None,
-                "compute_capability": None,
-                "arch": arch.lower() if arch else None,
-                "driver": driver or pick("driver version"),
-            }
-        )
-    if not gpus:
-        return None, "no cardN entries"
-    return gpus, ""
 
 
 def _strtoul(text: str) -> int:
@@ -333,9 +295,10 @@ def gpu_capabilities(gpu: Dict[str, Any]) -> None:
         gpu["flash_attn2_eligible"] = arch.startswith(AMD_FA2_ARCHS) if arch else None
 
 
-def gather_accelerators(env: Dict[str, str], timeout: float) -> Dict[str, Any]:
-    """nvidia-smi and rocm-smi facts, the visible subset and totals."""
-    nvidia_status, nvidia = query_nvidia(timeout)
+def gather_accelerators(env: Dict[str, str], timeout: float, started: Optional[Started] = None) -> Dict[str, Any]:
+    """nvidia-smi and rocm-smi facts, the visible subset and totals (``started``: the query
+    :func:`start_nvidia_query` began)."""
+    nvidia_status, nvidia = query_nvidia(timeout, started)
     rocm_status, amd = query_rocm(timeout)
     gpus = nvidia + amd
     for gpu in gpus:

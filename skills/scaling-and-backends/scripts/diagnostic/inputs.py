@@ -7,16 +7,16 @@ package ids resolved, ``--probe-network`` targets parsed, the ``--accelerate-con
 
 from __future__ import annotations
 
-import re
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from common.lazy_re import lazy
 from common.output import escape_controls
 from common.read import InputError, read_bytes
 
 from diagnostic.base import BACKEND_IDS, STACK, STACK_IDS
 
 MAX_TARGETS = 16
-TARGET_RE = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.%\w]+)\]|(?P<host>[A-Za-z0-9_.-]+)):(?P<port>\d{1,5})$")
+TARGET_RE = lazy(r"^(?:\[(?P<v6>[0-9A-Fa-f:.%\w]+)\]|(?P<host>[A-Za-z0-9_.-]+)):(?P<port>\d{1,5})$")
 
 
 class UsageError(Exception):

@@ -7,6 +7,7 @@ import os
 import re
 from typing import Any, Dict, List, Tuple
 
+from common.lazy_re import lazy
 from common.output import looks_like_secret
 from common.read import InputError, read_whole
 from common.values import load_json
@@ -198,7 +199,7 @@ def _dataclass_fields(source: str) -> Dict[str, List[str]]:
 
 CONFIG_LIMIT = 1_000_000
 PLAIN_VALUES = ("0", "1", "true", "false", "yes", "no", "on", "off", "none")
-STRONG_SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+STRONG_SECRET_NAME_RE = lazy(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 
 
 def read_accelerate_config(path: str, packages: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:

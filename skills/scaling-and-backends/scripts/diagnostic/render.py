@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from diagnostic.base import STACK_IDS, TOOL, fmt_mib
 from diagnostic.node import node_text
-from diagnostic.release_diff import render_lines
+from diagnostic.release_diff import has_differences
 
 
 def render_text(report: Dict[str, Any], verbose: bool = False, required: Sequence[str] = ()) -> str:
@@ -79,7 +79,10 @@ def render_text(report: Dict[str, Any], verbose: bool = False, required: Sequenc
                 continue
             shown.add(key)
             lines.append("  " + _compat_text(row))
-    lines.extend(render_lines(report.get("release_differences"), verbose))
+    if has_differences(report.get("release_differences")):
+        from diagnostic.release_lines import render_lines  # only a report with differences to show compiles it
+
+        lines.extend(render_lines(report["release_differences"], verbose))
     accel = report["accelerators"]
     lines.append(
         f"accelerators: nvidia-smi {accel['nvidia_smi']['status']}"

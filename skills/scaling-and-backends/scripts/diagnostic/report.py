@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from common.read import SKIPPED_PATH_ENTRIES
+from common.read import SKIPPED_PATH_ENTRIES, Started
 
 from diagnostic.base import (
     DEFAULT_NETWORK_TIMEOUT,
@@ -21,7 +21,7 @@ from diagnostic.base import (
 from diagnostic.builds import bnb_native_libraries, cuda_toolkit, deepspeed_build, nccl_wheels, torch_build
 from diagnostic.compat import compatibility
 from diagnostic.crosschecks import environment_findings
-from diagnostic.gpus import DEFAULT_SMI_TIMEOUT, gather_accelerators
+from diagnostic.gpus import DEFAULT_SMI_TIMEOUT, gather_accelerators, start_nvidia_query
 from diagnostic.inputs import Request
 from diagnostic.interpreter import platform_facts, python_facts
 from diagnostic.interpreter_hint import gather_interpreter_facts, interpreter_hint_json, judge_interpreter
@@ -35,6 +35,18 @@ from diagnostic.rules import Context, judge_backends, verdict_line
 def collect(request: Request, env: Optional[Dict[str, str]] = None) -> Tuple[Dict[str, Any], List[str]]:
     """Gather every fact, run the probes asked for, judge the backends, and return (report, secrets to scrub)."""
     start = time.perf_counter()
+    gpu_query = start_nvidia_query()  # the driver answers while the packages are read
+    try:
+        return _collect(request, env, start, gpu_query)
+    except BaseException:
+        if gpu_query is not None:
+            gpu_query.cancel()
+        raise
+
+
+def _collect(
+    request: Request, env: Optional[Dict[str, str]], start: float, gpu_query: Optional[Started]
+) -> Tuple[Dict[str, Any], List[str]]:
     env = dict(os.environ if env is None else env)
     smi_timeout = request.timeout if request.timeout is not None else DEFAULT_SMI_TIMEOUT
     probe_timeout = request.timeout if request.timeout is not None else DEFAULT_PROBE_TIMEOUT
@@ -58,7 +70,7 @@ def collect(request: Request, env: Optional[Dict[str, str]] = None) -> Tuple[Dic
     report["interpreter"] = interpreter_hint_json(interpreter, judge_interpreter(interpreter))
     report["compatibility"] = compatibility(packages, chosen, findings)
     report["release_differences"] = release_differences(packages)
-    report["accelerators"] = gather_accelerators(env, smi_timeout)
+    report["accelerators"] = gather_accelerators(env, smi_timeout, gpu_query)
     config_path = request.accelerate_config or accelerate_config_path(env)
     env_selected, secrets = gather_env(env)
     report["launch"] = {

@@ -1,5 +1,5 @@
 """Fetchers of the vLLM pre-flight: GET only, same-origin redirects, verified TLS, bodies capped and read through
-the shared ``common.read.http_get``, every server probed in parallel within one total deadline."""
+the shared ``common.http.http_get``, every server probed in parallel within one total deadline."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import urllib.parse
 import urllib.request
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from common.http import http_get
 from common.output import clip
-from common.read import http_get
 
 from preflight.data import MAX_BODY_BYTES, MAX_SAME_ORIGIN_REDIRECTS, RESET_DETAIL, ROUTES, Response, Snapshot
 
