@@ -52,7 +52,7 @@ def test_importing_the_scrubber_compiles_none_of_its_patterns() -> None:
         "own = [v._source for v in vars(o).values() if isinstance(v, LazyPattern)]\n"
         "print(len(own), len([p for p in calls if p in own]))\n"
     )
-    run = subprocess.run([sys.executable, "-S", "-c", code, str(SCRIPTS_DIR)], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-B", "-S", "-c", code, str(SCRIPTS_DIR)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     patterns, compiled = map(int, run.stdout.split())
     assert patterns >= 20 and compiled == 0
