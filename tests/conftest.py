@@ -11,6 +11,8 @@ from pathlib import Path  # noqa: E402
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SKILL_DIR = REPO_ROOT / "skills" / "scaling-and-backends"
 SCRIPTS_DIR = SKILL_DIR / "scripts"
+# The head of every check_optional_backends.py --json report; a --report file without it is refused.
+REPORT_HEAD = {"tool": "check_optional_backends", "schema_version": 1}
 
 # The shipped scripts are plain files under scripts/ (not a package); make them importable for unit tests.
 if str(SCRIPTS_DIR) not in sys.path:

@@ -17,6 +17,7 @@ def report(python: str, packages: Dict[str, str], executable: str = "/env/bin/py
     """The parts of a check_optional_backends.py --json report the planner reads."""
     return {
         "tool": "check_optional_backends",
+        "schema_version": 1,
         "python": {"version": python, "executable": executable},
         "packages": {name: {"installed": True, "version": version} for name, version in packages.items()},
         "interpreter": {"suggested_python": None},

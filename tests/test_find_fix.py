@@ -15,7 +15,7 @@ from typing import List
 
 import pytest
 
-from conftest import SCRIPTS_DIR, with_bytecode_cache
+from conftest import REPORT_HEAD, SCRIPTS_DIR, with_bytecode_cache
 
 SCRIPT = SCRIPTS_DIR / "find_fix.py"
 SOCKET = (
@@ -41,7 +41,9 @@ def test_a_message_prints_the_entry_first_within_the_bounds(tmp_path: Path) -> N
 
 def test_json_with_releases_from_a_report(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
-    report.write_text(json.dumps({"packages": {"trl": {"version": "1.9.0"}, "vllm": {"version": "0.26.0"}}}))
+    report.write_text(
+        json.dumps({**REPORT_HEAD, "packages": {"trl": {"version": "1.9.0"}, "vllm": {"version": "0.26.0"}}})
+    )
     done = _run(["grpo loss is 0.0 every step and the reward never goes up", "--report", str(report), "--json"])
     data = json.loads(done.stdout)
     assert done.returncode == 0 and data["verdict"] == "found"

@@ -1212,7 +1212,7 @@ def _no_forged_line(result: Result) -> Optional[str]:
 
 def _install_report(**versions: str) -> str:
     packages = {name: {"installed": True, "version": version} for name, version in versions.items()}
-    return json.dumps({"tool": "check_optional_backends", "python": {"version": "3.12.3", "executable": "/e/python"},
+    return json.dumps({"tool": "check_optional_backends", "schema_version": 1, "python": {"version": "3.12.3", "executable": "/e/python"},
                        "packages": packages})  # fmt: skip
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from lookup.inputs import LookupInputError, build_request
 
+from conftest import REPORT_HEAD
+
 
 def _request(**changes):
     values = {"query": ["weight", "sync", "hangs"], "trl": None, "vllm": None, "releases": [], "report": None}
@@ -17,7 +19,9 @@ def _request(**changes):
 
 def test_words_and_releases(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
-    report.write_text(json.dumps({"packages": {"trl": {"version": "1.13.2"}, "peft": {"version": "0.21.2"}}}))
+    report.write_text(
+        json.dumps({**REPORT_HEAD, "packages": {"trl": {"version": "1.13.2"}, "peft": {"version": "0.21.2"}}})
+    )
     request = _request(report=str(report), trl="v1.12.0", releases=["Transformers==5.24.0", "peft==0.20.0"])
     assert request.words == ("weight", "sync", "hang")
     assert request.releases == {"trl": "1.12.0", "peft": "0.20.0", "transformers": "5.24.0"}

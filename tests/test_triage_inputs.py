@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from triage.inputs import TriageInputError, build_request, report_releases
 
+from conftest import REPORT_HEAD
+
 
 def _request(**changes):
     values = {"logs": [], "trl": None, "vllm": None, "report": None, "max_mib": 8, "json": False, "verbose": False}
@@ -22,7 +24,9 @@ def test_defaults_read_standard_input() -> None:
 
 def test_flags_override_the_report(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
-    report.write_text(json.dumps({"packages": {"trl": {"version": "1.13.2"}, "vllm": {"version": "0.28.0"}}}))
+    report.write_text(
+        json.dumps({**REPORT_HEAD, "packages": {"trl": {"version": "1.13.2"}, "vllm": {"version": "0.28.0"}}})
+    )
     request = _request(report=str(report), trl="v1.12.0")
     assert request.releases == {"trl": "1.12.0", "vllm": "0.28.0"}
     assert request.release_origin == {"trl": "--trl", "vllm": "--report"}

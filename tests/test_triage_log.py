@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from triage import match
 
-from conftest import with_bytecode_cache
+from conftest import REPORT_HEAD, with_bytecode_cache
 from triage_helpers import OOM, SCRIPT, interleave, run_triage, watchdog, write
 
 FIXTURE = Path(__file__).parent / "fixtures" / "triage" / "oom-8-ranks.log"
@@ -72,7 +72,9 @@ def test_releases_from_flags_pick_the_variant(tmp_path: Path) -> None:
 
 def test_releases_from_a_diagnostic_report(tmp_path: Path) -> None:
     log = _dev_mode_log(tmp_path)
-    report = write(tmp_path / "report.json", json.dumps({"packages": {"trl": {"version": "1.13.2"}, "vllm": {}}}))
+    report = write(
+        tmp_path / "report.json", json.dumps({**REPORT_HEAD, "packages": {"trl": {"version": "1.13.2"}, "vllm": {}}})
+    )
     data = json.loads(run_triage([str(log), "--report", str(report), "--json"]).stdout)
     assert data["releases"]["trl"] == {"version": "1.13.2", "from": "--report"}
     assert data["variant"]["label"] == "TRL 1.11–1.15"

@@ -15,6 +15,7 @@ import re
 import shlex
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from common.diagnostic_report import report_problem
 from common.read import InputError, read_text
 from common.values import InvalidValue, load_json, short
 
@@ -349,7 +350,10 @@ def report_releases(path: str, packages: Sequence[str] = ("trl", "vllm")) -> Dic
         raise ReleaseError(f"--report {error.path}: {error.reason}") from None
     except InvalidValue as error:
         raise ReleaseError(str(error)) from None
-    listed = data.get("packages") if isinstance(data, dict) else None
+    problem = report_problem(data)
+    if problem:
+        raise ReleaseError(f"--report {path}: {problem}")
+    listed = data.get("packages")
     if not isinstance(listed, dict):
         raise ReleaseError(f"--report {path}: not a check_optional_backends.py --json report (no packages)")
     found: Dict[str, str] = {}

@@ -11,6 +11,7 @@ import sys
 from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from common import versions
+from common.diagnostic_report import report_problem
 from common.read import InputError, read_bytes
 from common.values import InvalidValue, load_json, short
 
@@ -161,8 +162,9 @@ def report_environment(path: str) -> Tuple[Dict[str, str], str, str]:
         data = load_json(read.data, f"--report {path}")
     except InvalidValue as error:
         raise RequestError(str(error)) from None
-    if not isinstance(data, dict) or data.get("tool") != "check_optional_backends":
-        raise RequestError(f"--report {path}: not a check_optional_backends.py --json report")
+    problem = report_problem(data)
+    if problem:
+        raise RequestError(f"--report {path}: {problem}")
     packages = data.get("packages")
     python = data.get("python")
     if not isinstance(packages, dict) or not isinstance(python, dict):
