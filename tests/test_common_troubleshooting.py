@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from common import troubleshooting as match
 
+from conftest import REPORT_HEAD
+
 
 @pytest.fixture(scope="module")
 def index() -> match.Index:
@@ -133,7 +135,9 @@ def test_release_values_and_a_report(tmp_path: Path) -> None:
     with pytest.raises(match.ReleaseError, match="--vllm must be a release number"):
         match.release_value("0.31; rm -rf /", "--vllm")
     report = tmp_path / "r.json"
-    report.write_text(json.dumps({"packages": {"trl": {"version": "1.13.2"}, "torch": {"version": "2.9.1"}}}))
+    report.write_text(
+        json.dumps({**REPORT_HEAD, "packages": {"trl": {"version": "1.13.2"}, "torch": {"version": "2.9.1"}}})
+    )
     assert match.report_releases(str(report)) == {"trl": "1.13.2"}
     assert match.report_releases(str(report), ("trl", "torch", "peft")) == {"trl": "1.13.2", "torch": "2.9.1"}
     report.write_text("[]")
