@@ -21,6 +21,7 @@ SPEC_SPAN_RE = re.compile(r"`([a-z][a-z0-9_.-]*)((?:(?:==|>=|<=|~=|<|>)[0-9][0-9
 
 
 def _scripts_on_path() -> None:
+    sys.dont_write_bytecode = True  # the shipped scripts/ folder must never get a __pycache__ from a check
     scripts = str(SKILL_DIR / "scripts")
     if scripts not in sys.path:
         sys.path.insert(0, scripts)
