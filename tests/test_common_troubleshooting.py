@@ -150,3 +150,14 @@ def test_search_words_read_a_glued_stage_as_the_text_writes_it() -> None:
     words = match.search_words("grpo hangs with zero3 and fsdp2")
     assert {"zero3", "zero-3", "zero", "fsdp2", "fsdp"} <= set(words)
     assert "v1" not in match.search_words("on v1.12.0")
+
+
+def test_the_stored_anchors_are_the_ones_a_run_would_compute() -> None:
+    """index.json carries each message's anchor word (tools/triage_index.py), so no run computes them (~80 ms);
+    an index without them, or with a list of the wrong length, gets them computed: the same lookup either way."""
+    data = json.loads(Path(match.INDEX_PATH).read_text(encoding="utf-8"))
+    assert data["anchors"] == match.message_anchors(match.index_fragments(data))
+    shipped = match.Index(data).by_word
+    without = {key: value for key, value in data.items() if key != "anchors"}
+    assert match.Index(without).by_word == shipped
+    assert match.Index({**data, "anchors": data["anchors"][:-1]}).by_word == shipped

@@ -37,7 +37,7 @@ if str(TOOLS_DIR) not in sys.path:
 if str(SKILL_DIR / "scripts") not in sys.path:
     sys.path.insert(0, str(SKILL_DIR / "scripts"))
 
-from common.troubleshooting import search_words  # noqa: E402  (the lookup compares the same words)
+from common.troubleshooting import index_fragments, message_anchors, search_words  # noqa: E402
 
 import claim_scopes  # noqa: E402
 from facts.delta import apply_delta  # noqa: E402
@@ -394,13 +394,15 @@ def build_index(root: Path = SKILL_DIR, facts: Path = DEFAULT_FACTS) -> Dict[str
     entries: List[Dict[str, Any]] = []
     for path in files:
         entries += parse_file(path, root)
-    return {
+    index: Dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "generated_by": COMMAND,
         "entries": entries,
         "rows": parse_rows(root / ROWS_FILE, root),
         "upstream": upstream_messages(facts),
     }
+    index["anchors"] = message_anchors(index_fragments(index))  # read as they are: no run computes them again
+    return index
 
 
 def render(index: Dict[str, Any]) -> str:

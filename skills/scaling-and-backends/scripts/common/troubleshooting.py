@@ -68,24 +68,12 @@ class Index:
                 self._add("entry", e, q, quote["fragments"])
         for u, message in enumerate(self.upstream):
             self._add("upstream", u, -1, message["fragments"])
-        frequency: Dict[str, int] = {}
-        words_of: List[List[str]] = []
-        for message in self.messages:
-            # Every accepted match holds the message's leading part (see ``leading``): its words.
-            words = _WORD.findall(leading(message.fragments)) or next(
-                (w for w in (_WORD.findall(f) for f in message.fragments) if w), []
-            )
-            words = sorted(set(words))
-            words_of.append(words)
-            for word in words:
-                frequency[word] = frequency.get(word, 0) + 1
+        stored = data.get("anchors")
+        if not (isinstance(stored, list) and len(stored) == len(self.messages)):
+            stored = message_anchors([m.fragments for m in self.messages])  # an index written without them
         self.by_word: Dict[str, List[int]] = {}
-        for number, words in enumerate(words_of):
-            if words:
-                anchor = min(words, key=lambda w: (frequency[w], -len(w), w))
-                self.by_word.setdefault(anchor, []).append(number)
-            else:
-                self.by_word.setdefault("", []).append(number)
+        for number, anchor in enumerate(stored):
+            self.by_word.setdefault(anchor if isinstance(anchor, str) else "", []).append(number)
 
     def _add(self, kind: str, ref: int, quote: int, fragments: Sequence[str]) -> None:
         pieces = tuple(fragments)
@@ -151,6 +139,28 @@ class Index:
             return (True, True)
         entry = self.entries[message.ref]
         return bool(entry["quotes"][message.quote].get("prose")), entry["file"].endswith("/README.md")
+
+
+def message_anchors(fragment_lists: Sequence[Sequence[str]]) -> List[str]:
+    """Each message's anchor word: of the words of its leading part (which every accepted match holds, see
+    :func:`leading`), the one fewest messages share, longest first; "" for a message without a word. A line is
+    matched only against the messages anchored on one of its words. ``tools/triage_index.py`` stores the list in
+    the index (computing it costs about 80 ms a run); :class:`Index` computes it for an index without one."""
+    words_of: List[List[str]] = []
+    frequency: Dict[str, int] = {}
+    for fragments in fragment_lists:
+        words = _WORD.findall(leading(fragments)) or next((w for w in (_WORD.findall(f) for f in fragments) if w), [])
+        unique = sorted(set(words))
+        words_of.append(unique)
+        for word in unique:
+            frequency[word] = frequency.get(word, 0) + 1
+    return [min(words, key=lambda w: (frequency[w], -len(w), w)) if words else "" for words in words_of]
+
+
+def index_fragments(data: Dict[str, Any]) -> List[Sequence[str]]:
+    """The fragments of every message of an index, in :class:`Index`'s order (entries' quotes, then upstream)."""
+    quoted = [quote["fragments"] for entry in data["entries"] for quote in entry["quotes"]]
+    return quoted + [message["fragments"] for message in data["upstream"]]
 
 
 MIN_PARTIAL = 30
