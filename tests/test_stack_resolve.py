@@ -37,6 +37,21 @@ def test_transformers_524_kept_with_vllm_is_impossible_once_open_ranges_are_capp
     assert result["status"] == "impossible" and result["drop"] == ["--keep transformers==5.24.0"]
     cap = MATRIX.open_cap("vllm", "0.30.0", next(r for r in _reqs("vllm", "0.30.0") if r.key == "transformers"))
     assert cap is not None and cap.spec == "<5.18.0" and "vllm 0.31.0 declares" in cap.text
+    # the answer says so: the newest vLLM that only the cap rules out, and what pip alone would do
+    capped = [line for line in result["conflicts"] if "ruled out only by a cap" in line]
+    assert capped == [
+        "vllm 0.30.0 is ruled out only by a cap on a range it left open (vllm 0.30.0 requires transformers>=5.10.4 "
+        "(no upper bound; capped <5.18.0), not 5.24.0): pip would accept it, but no later vllm release accepts that "
+        "combination"
+    ]
+
+
+def test_a_conflict_of_declared_pins_names_no_cap() -> None:
+    # every vLLM pins torch exactly: torch 2.4.0 conflicts with each by a declared pin, none by a cap
+    result = _plan(["vllm-server"], {**TRL_116, "vllm": "0.33.0"}, "3.12.3", ["torch==2.4.0"])
+    assert result["status"] == "impossible"
+    assert [line for line in result["conflicts"] if line.startswith("no vllm release fits")]
+    assert not [line for line in result["conflicts"] if "ruled out only by a cap" in line]
 
 
 def _reqs(name: str, version: str) -> list:

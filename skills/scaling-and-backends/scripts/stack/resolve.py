@@ -6,7 +6,8 @@ packages the goal adds are always chosen. Inside one set of movers a depth-first
 the installed one first (newest first for an added package), checking each pair of chosen releases both ways.
 When TRL itself is added, it is the anchor: it is chosen first (newest first) and the other added packages follow
 it in ``ORDER`` (vLLM, then transformers, torch, ...), each newest-compatible; "nearest" is for installed packages.
-A requirement without an upper bound is capped by date where its package later bounds it (``Matrix.open_cap``).
+A requirement without an upper bound is capped at what the next release of the same package that bounds it declares
+(``Matrix.open_cap``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from common import versions
 
 from stack.goals import BASE_PACKAGES, Goal, combined
 from stack.matrix import Floor, Matrix, parse_lines
+
+CAPPED_MARK = "no upper bound; capped"  # in a conflict's reason: the range was left open and read with a cap
 
 ORDER = (
     "trl",
@@ -184,7 +187,7 @@ class Space:
                 if cap is None:
                     out.setdefault(req.key, []).append(Need(req.key, spec, f"{label} requires {req.key}{spec}"))
                     continue
-                why = f"{label} requires {req.key}{spec or ' (any)'} (no upper bound; capped {cap.spec})"
+                why = f"{label} requires {req.key}{spec or ' (any)'} ({CAPPED_MARK} {cap.spec})"
                 out.setdefault(req.key, []).append(Need(req.key, _display(f"{spec},{cap.spec}"), why, cap.text))
         for floor in self.floors:
             if not self._floor_binds(floor, name, version, out):
@@ -475,7 +478,23 @@ def keep_conflicts(space: Space) -> List[str]:
         found = [m for k, kv in kept.items() for m in space.violations(name, nearest, k, kv)]
         newest = max(space.domains[name], key=lambda v: versions.version_key(v) or (0,))  # type: ignore[arg-type,return-value]
         lines.append(f"no {name} release fits (newest recorded {newest}): " + "; ".join(found[:2]))
+        capped = _ruled_out_by_caps_only(space, name, kept)
+        if capped is not None:
+            lines.append(
+                f"{name} {capped[0]} is ruled out only by a cap on a range it left open ({capped[1]}): pip would "
+                f"accept it, but no later {name} release accepts that combination"
+            )
     return lines
+
+
+def _ruled_out_by_caps_only(space: Space, name: str, kept: Dict[str, str]) -> Optional[Tuple[str, str]]:
+    """The newest candidate of ``name`` whose every conflict with the kept releases comes from a cap on an open
+    range (``Matrix.open_cap``), with its first such conflict; None when there is none."""
+    for version in space.domains[name]:
+        found = [m for k, kv in kept.items() for m in space.violations(name, version, k, kv)]
+        if found and all(CAPPED_MARK in m for m in found):
+            return version, found[0]
+    return None
 
 
 def blockers(space: Space, chosen: Dict[str, str]) -> List[str]:
