@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from common.diagnostic_report import report_problem
+from common.diagnostic_report import REPORT_LIMIT, ReportError, read_report, report_problem
 
 from conftest import REPORT_HEAD, SCRIPTS_DIR
 
@@ -35,6 +35,17 @@ def test_anything_else_is_refused_with_what_it_is(data: object, said: str) -> No
     problem = report_problem(data)
     assert problem is not None and said in problem and "check_optional_backends.py --json" in problem
     assert len(problem) < 240
+
+
+def test_read_report_reads_one_and_names_what_is_wrong_with_another(tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({**REPORT_HEAD, "packages": {"trl": {"version": "1.16.0"}}}))
+    assert read_report(str(good))["packages"]["trl"]["version"] == "1.16.0"
+    huge = tmp_path / "huge.json"
+    huge.write_bytes(b" " * (REPORT_LIMIT + 1))
+    for path, said in ((huge, "larger than"), (tmp_path / "missing.json", "--report"), (tmp_path, "--report")):
+        with pytest.raises(ReportError, match=said):
+            read_report(str(path))
 
 
 @pytest.mark.parametrize(

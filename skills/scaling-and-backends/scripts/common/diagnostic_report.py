@@ -1,5 +1,6 @@
 """What a command accepts as a diagnostic report (``--report FILE``): the JSON object that this bundle's
-``check_optional_backends.py --json`` writes, with its ``tool`` name and exactly its ``schema_version``.
+``check_optional_backends.py --json`` writes, with its ``tool`` name and exactly its ``schema_version``;
+:func:`read_report` reads one (bounded, strict JSON) for ``triage_log.py``, ``find_fix.py`` and ``plan_install.py``.
 
 A report of another schema may keep the same field names with other meanings, so it is refused with the command
 that writes a readable one, never read by guesswork. ``compare_nodes.py`` applies the same rule with its own wording
@@ -8,14 +9,23 @@ that writes a readable one, never read by guesswork. ``compare_nodes.py`` applie
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
-from common.values import short
+from common.read import InputError, read_bytes
+from common.values import InvalidValue, load_json, short
 
-__all__ = ["DIAGNOSTIC_SCHEMA_VERSION", "DIAGNOSTIC_TOOL", "report_problem"]
+__all__ = [
+    "DIAGNOSTIC_SCHEMA_VERSION",
+    "DIAGNOSTIC_TOOL",
+    "REPORT_LIMIT",
+    "ReportError",
+    "read_report",
+    "report_problem",
+]
 
 DIAGNOSTIC_TOOL = "check_optional_backends"  # diagnostic/base.py TOOL
 DIAGNOSTIC_SCHEMA_VERSION = 1  # diagnostic/base.py SCHEMA_VERSION
+REPORT_LIMIT = 8_000_000  # bytes; a diagnostic report is tens of kB
 WRITE_ONE = "write one with this bundle's: python3 scripts/check_optional_backends.py --json > report.json"
 
 
@@ -34,3 +44,26 @@ def report_problem(data: Any) -> Optional[str]:
             f"{WRITE_ONE}"
         )
     return None
+
+
+class ReportError(ValueError):
+    """A ``--report`` file that cannot be used; the message names the flag and the file."""
+
+
+def read_report(path: str) -> Dict[str, Any]:
+    """The report in ``path``: a regular file of at most :data:`REPORT_LIMIT` bytes, strict JSON within the
+    parser's bounds, and a report this bundle reads (:func:`report_problem`); else :class:`ReportError`."""
+    try:
+        read = read_bytes(path, REPORT_LIMIT)
+    except InputError as error:
+        raise ReportError(f"--report {path}: {error.reason}") from None
+    if read.truncated:
+        raise ReportError(f"--report {path}: larger than {REPORT_LIMIT:,} bytes")
+    try:
+        data = load_json(read.data, f"--report {path}", max_bytes=REPORT_LIMIT)
+    except InvalidValue as error:
+        raise ReportError(str(error)) from None
+    problem = report_problem(data)
+    if problem:
+        raise ReportError(f"--report {path}: {problem}")
+    return data

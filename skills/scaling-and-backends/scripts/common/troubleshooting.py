@@ -15,9 +15,9 @@ import re
 import shlex
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from common.diagnostic_report import report_problem
-from common.read import InputError, read_text
-from common.values import InvalidValue, load_json, short
+from common.diagnostic_report import ReportError, read_report
+from common.read import read_text
+from common.values import short
 
 INDEX_NAME = "index.json"
 INDEX_LIMIT = 8 * 1024 * 1024
@@ -334,7 +334,6 @@ def runnable(command: str) -> str:
 
 # ---- releases given by flags or a diagnostic report ---------------------------------------------------------------
 
-REPORT_LIMIT = 8 * 1024 * 1024
 VERSION = re.compile(r"^v?\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:rc|a|b|\.post|\.dev)\d{1,6})?(?:\+[A-Za-z0-9.]{1,40})?$")
 
 
@@ -355,14 +354,9 @@ def release_value(value: Optional[str], flag: str) -> Optional[str]:
 def report_releases(path: str, packages: Sequence[str] = ("trl", "vllm")) -> Dict[str, str]:
     """The versions of ``packages`` in a diagnostic JSON report (``packages.<id>.version``)."""
     try:
-        data = load_json(read_text(path, REPORT_LIMIT), f"--report {path}", max_bytes=REPORT_LIMIT)
-    except InputError as error:
-        raise ReleaseError(f"--report {error.path}: {error.reason}") from None
-    except InvalidValue as error:
+        data = read_report(path)
+    except ReportError as error:
         raise ReleaseError(str(error)) from None
-    problem = report_problem(data)
-    if problem:
-        raise ReleaseError(f"--report {path}: {problem}")
     listed = data.get("packages")
     if not isinstance(listed, dict):
         raise ReleaseError(f"--report {path}: not a check_optional_backends.py --json report (no packages)")

@@ -11,13 +11,11 @@ import sys
 from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
 
 from common import versions
-from common.diagnostic_report import report_problem
-from common.read import InputError, read_bytes
-from common.values import InvalidValue, load_json, short
+from common.diagnostic_report import ReportError, read_report
+from common.values import short
 
 from stack.goals import GOAL_IDS, NOT_PLANNED
 
-REPORT_LIMIT = 8_000_000  # bytes; a diagnostic report is tens of kB
 MAX_KEEPS = 32
 MAX_OPTIONS = 20
 # Distributions read from the environment (PEP 503 names; nightly builds count as the package).
@@ -153,18 +151,9 @@ def live_environment(scan: Callable[[Sequence[str]], Dict[str, Any]]) -> Tuple[D
 def report_environment(path: str) -> Tuple[Dict[str, str], str, str]:
     """Installed releases, Python version and interpreter as a diagnostic ``--json`` report states them."""
     try:
-        read = read_bytes(path, REPORT_LIMIT)
-    except InputError as error:
-        raise RequestError(f"--report {path}: {error.reason}") from None
-    if read.truncated:
-        raise RequestError(f"--report {path}: larger than {REPORT_LIMIT:,} bytes")
-    try:
-        data = load_json(read.data, f"--report {path}")
-    except InvalidValue as error:
+        data = read_report(path)
+    except ReportError as error:
         raise RequestError(str(error)) from None
-    problem = report_problem(data)
-    if problem:
-        raise RequestError(f"--report {path}: {problem}")
     packages = data.get("packages")
     python = data.get("python")
     if not isinstance(packages, dict) or not isinstance(python, dict):
