@@ -17,7 +17,6 @@ AMD_BF16_ARCHS = ("gfx908", "gfx90a", "gfx94", "gfx95", "gfx11", "gfx12")
 AMD_FA2_ARCHS = ("gfx90a", "gfx942", "gfx950")
 
 MAX_GPUS = 4096
-MAX_MIB = GPU_MEMORY_MAX_MIB
 
 NVIDIA_FIELDS = ("index", "uuid", "name", "memory.total", "memory.used", "memory.free", "driver_version", "compute_cap")
 
@@ -48,7 +47,7 @@ def parse_nvidia_csv(text: str, fields: Sequence[str]) -> Tuple[Optional[List[Di
         try:
             index = integer(values["index"], "index", 0, MAX_GPUS)
             total, used, free = (
-                integer(number(_na(values[name]), name, 0, MAX_MIB), name) if _na(values[name]) else None
+                integer(number(_na(values[name]), name, 0, GPU_MEMORY_MAX_MIB), name) if _na(values[name]) else None
                 for name in ("memory.total", "memory.used", "memory.free")
             )
         except InvalidValue as error:
